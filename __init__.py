@@ -1,0 +1,1 @@
+"""ragcourt: evaluate RAG systems and say where quality is lost."""
