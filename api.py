@@ -1,0 +1,173 @@
+"""Building an evaluation from a configuration, and the public Python API.
+
+A workspace (default `./ragcourt-runs`) holds one record store for all its runs (so the LLM cache and
+frozen element lists serve every later run), the chromadb folder, and one directory per run with its
+diagnostics stream, the config used and, for inline review, the LangGraph checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragcourt.config import EvalConfig
+from ragcourt.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
+from ragcourt.jury import BaselineJudge, BaselineRule, Judge, LLMJudge
+from ragcourt.llm.factory import build_client
+from ragcourt.llm.limits import LimiterRegistry
+from ragcourt.llm.spec import ModelSpec
+from ragcourt.llm.usage import UsageMeter
+from ragcourt.runner import Runner
+from ragcourt.schema import Sample, SampleDiagnostics, content_id
+from ragcourt.state import EvalContext
+from ragcourt.stores.embeddings import MiniLMEmbedding
+from ragcourt.stores.records import RecordStore
+from ragcourt.stores.vectors import VectorStore
+from ragcourt.systems import ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
+
+DEFAULT_HOME = Path("ragcourt-runs")
+NO_LLM = {"lexical", "semantic", "sentences", "extractive"}
+
+
+@dataclass(frozen=True)
+class Workspace:
+    home: Path = DEFAULT_HOME
+
+    @property
+    def store_path(self) -> Path:
+        return self.home / "store.sqlite"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.home / "chroma"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.home / "runs" / run_id
+
+    def open_store(self) -> RecordStore:
+        self.home.mkdir(parents=True, exist_ok=True)
+        return RecordStore(self.store_path)
+
+    def open_vectors(self) -> VectorStore:
+        return VectorStore.persistent(self.chroma_path, MiniLMEmbedding())
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+@dataclass
+class Models:
+    """Builds every LLM client of a run with one cache, one usage meter and one limiter per endpoint."""
+
+    config: EvalConfig
+    store: RecordStore
+    usage: UsageMeter = field(default_factory=UsageMeter)
+    limiters: LimiterRegistry | None = None
+    _embedding: MiniLMEmbedding | None = None
+
+    def __post_init__(self) -> None:
+        self.limiters = self.limiters or LimiterRegistry(default_max_concurrency=self.config.llm_concurrency)
+
+    def client(self, spec_text: str, role: str, *, logprobs: bool = False) -> Any:
+        spec = ModelSpec.parse(spec_text)
+        assert self.limiters is not None
+        return build_client(
+            spec, role=role, cache=self.store, limiter=self.limiters.limiter_for(spec.base_url),
+            usage=self.usage, timeout_s=self.config.timeout_s, logprobs=logprobs,
+            top_logprobs=5 if logprobs else None,
+        )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self._embedding is None:
+            self._embedding = MiniLMEmbedding()
+        return np.asarray(self._embedding(texts), dtype=np.float32)
+
+    def judges(self) -> list[Judge]:
+        out: list[Judge] = []
+        for spec in self.config.judges:
+            if spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
+                out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed))
+            else:
+                out.append(LLMJudge(self.client(spec.model, "judge", logprobs=spec.logprobs), spec.judge_id))
+        ids = [j.judge_id for j in out]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"judge ids must be unique, got {ids}; give repeated models an 'id'")
+        return out
+
+    def decomposer(self) -> Decomposer:
+        if self.config.decomposer == "sentences":
+            return SentenceDecomposer()
+        return LLMDecomposer(self.client(self.config.decomposer, "decomposer"))
+
+    def generator(self) -> Generator:
+        if self.config.answerer == "extractive":
+            return ExtractiveGenerator()
+        return LLMGenerator(self.client(self.config.answerer, "answerer"), name=self.config.answerer)
+
+
+@dataclass
+class EvalResult:
+    run_id: str
+    run_dir: Path
+    diagnostics: list[SampleDiagnostics]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per sample, one column per metric (n/a as None)."""
+        rows = []
+        for d in self.diagnostics:
+            row: dict[str, Any] = {"sample_id": d.sample_id, "status": str(d.status), "n_checks": d.n_checks,
+                                   "n_unscored": d.n_unscored, "n_escalated": len(d.escalations)}
+            row.update({m.name: m.value for m in d.metrics})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def _context(config: EvalConfig, system: RAGSystem, store: RecordStore, models: Models,
+             vectors: VectorStore | None, collection: str | None) -> EvalContext:
+    return EvalContext(config=config, system=system, judges=models.judges(), decomposer=models.decomposer(),
+                       store=store, vectors=vectors, collection=collection, extras={"usage": models.usage})
+
+
+async def astream(
+    samples: Sequence[Sample],
+    system: RAGSystem,
+    *,
+    config: EvalConfig | None = None,
+    home: Path = DEFAULT_HOME,
+    run_id: str | None = None,
+    vectors: VectorStore | None = None,
+    collection: str | None = None,
+    dataset: str = "",
+) -> AsyncIterator[SampleDiagnostics]:
+    """Evaluate `samples`, yielding each question's diagnostics as it finishes."""
+    config = config or EvalConfig()
+    workspace = Workspace(home)
+    run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system.name)}"
+    store = workspace.open_store()
+    try:
+        context = _context(config, system, store, Models(config, store), vectors, collection)
+        runner = Runner(context, run_id, workspace.run_dir(run_id))
+        async for diagnostics in runner.astream(samples, dataset=dataset, system=system.name):
+            yield diagnostics
+    finally:
+        store.close()
+
+
+async def aevaluate(samples: Sequence[Sample], system: RAGSystem, **options: Any) -> EvalResult:
+    collected = [d async for d in astream(samples, system, **options)]
+    run_id = collected[0].run_id if collected else options.get("run_id", "")
+    return EvalResult(run_id=run_id, run_dir=Workspace(options.get("home", DEFAULT_HOME)).run_dir(run_id),
+                      diagnostics=collected)
+
+
+def evaluate(samples: Sequence[Sample], system: RAGSystem, **options: Any) -> EvalResult:
+    """Synchronous `aevaluate`, for scripts and notebooks without a running event loop."""
+    return asyncio.run(aevaluate(samples, system, **options))

@@ -1,0 +1,341 @@
+"""The command line: the composition root. It reads files and flags, builds the stores, the system
+under test and the jury, and hands them to the run."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.config import ConfigError, EvalConfig, JudgeSpec, Method, load_config
+from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_hotpotqa, load_samples
+from ragcourt.runner import Runner, RunLockedError
+from ragcourt.schema import (
+    Chunk,
+    Label,
+    Reconciled,
+    Review,
+    ReviewAction,
+    Sample,
+    SampleDiagnostics,
+    SampleStatus,
+    content_id,
+)
+from ragcourt.stores.records import RecordStore
+from ragcourt.rescore import rescore_run
+from ragcourt.summary import RunSummary, summarize
+from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
+                  "quality is lost (retrieval, generation or the documents).")
+console = Console()
+HOTPOTQA_COLLECTION = "hotpotqa"
+Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True)
+
+
+def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk]) -> float:
+    """Index chunks unless the collection already holds them; returns seconds spent."""
+    import time
+
+    vectors = workspace.open_vectors()
+    if vectors.has_collection(collection) and vectors.count(collection) >= len(chunks):
+        return 0.0
+    started = time.perf_counter()
+    with _progress() as progress:
+        task = progress.add_task(f"indexing {collection}", total=len(chunks))
+        for start in range(0, len(chunks), 128):
+            batch = chunks[start:start + 128]
+            vectors.index(collection, batch)
+            progress.advance(task, len(batch))
+    return time.perf_counter() - started
+
+
+def _line(d: SampleDiagnostics) -> str:
+    if d.status is SampleStatus.FAILED:
+        return f"[red]✗[/red] {escape(d.sample_id)}  failed: {escape(d.error or '')}"
+    shown = []
+    for name in ("c_prec", "completeness", "verifiableness", "element_coverage", "soft_correctness"):
+        metric = next((m for m in d.metrics if m.name.split("@")[0] == name), None)
+        if metric is not None:
+            shown.append(f"{name}={'n/a' if metric.value is None else f'{metric.value:.2f}'}")
+    gaps = sorted({str(e.status) for e in d.elements if e.status != "answered"})
+    extra = f"  gaps: {', '.join(gaps)}" if gaps else ""
+    return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {'  '.join(shown)}  unsupported={len(d.unsupported_claims)}"
+            f"  escalated={len(d.escalations)}  unscored={d.n_unscored}{extra}")
+
+
+async def _run(runner: Runner, samples: Sequence[Sample], dataset: str) -> list[SampleDiagnostics]:
+    out = []
+    with _progress() as progress:
+        task = progress.add_task("evaluating", total=len(samples))
+        async for diagnostics in runner.astream(samples, dataset=dataset):
+            progress.console.print(_line(diagnostics))
+            progress.advance(task)
+            out.append(diagnostics)
+    return out
+
+
+def _print_summary(summary: RunSummary) -> None:
+    table = Table(title=f"run {summary.run_id}: {summary.n_samples} samples ({summary.n_failed} failed), "
+                  f"{summary.n_checks} checks, {summary.n_unscored} unscored verdicts, "
+                  f"{summary.n_escalated} escalated ({summary.n_pending} awaiting review)")
+    for column in ("metric", "mean", "samples", "n/a", "unscored checks", "escalated checks"):
+        table.add_column(column)
+    for row in summary.metrics:
+        table.add_row(row.name, "n/a" if row.mean is None else f"{row.mean:.3f}", str(row.n_samples),
+                      str(row.n_na), str(row.n_unscored), str(row.n_escalated))
+    console.print(table)
+    if summary.element_shares:
+        shares = ", ".join(f"{k} {v:.0%}" for k, v in summary.element_shares.items())
+        console.print(f"element gaps: {shares}  (document_gap means 'documents doubtful': a suspicion, not proof)")
+
+
+def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
+              samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None) -> RunSummary:
+    store = workspace.open_store()
+    try:
+        models = Models(config, store)
+        vectors = workspace.open_vectors() if collection else None
+        system = make_system(models)
+        runner = Runner(_context(config, system, store, models, vectors, collection), run_id,
+                        workspace.run_dir(run_id))
+        try:
+            asyncio.run(_run(runner, samples, dataset))
+        except RunLockedError as error:
+            _fail(str(error))
+        summary = summarize(store, run_id)
+        _print_summary(summary)
+        usage = models.usage.rows()
+        if usage:
+            console.print(f"LLM usage: {usage}")
+        return summary
+    finally:
+        store.close()
+
+
+def _reference(workspace: Workspace, collection: str) -> Callable[[Models], RAGSystem]:
+    return lambda models: ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+
+
+@app.command()
+def demo(
+    home: Home = DEFAULT_HOME,
+    questions: Annotated[int, typer.Option(help="how many HotpotQA questions")] = 10,
+) -> None:
+    """Index the bundled HotpotQA sample, evaluate the reference RAG with a two-judge jury, offline."""
+    workspace = Workspace(home)
+    hotpot = load_hotpotqa(bundled(BundledDataset.HOTPOTQA_DEV_100))
+    console.print(f"HotpotQA sample (CC BY-SA 4.0): {len(hotpot.samples)} questions, {len(hotpot.corpus)} paragraphs")
+    seconds = index_chunks(workspace, HOTPOTQA_COLLECTION, hotpot.corpus)
+    console.print(f"chromadb collection '{HOTPOTQA_COLLECTION}' ready ({seconds:.1f}s spent indexing)")
+    config = EvalConfig(judges=(JudgeSpec(model="lexical"), JudgeSpec(model="semantic")), top_k=5,
+                        methods=(Method.QCARE, Method.ELEMENTS))
+    samples = hotpot.samples[:questions]
+    run_id = f"demo-{content_id(config.model_dump(mode='json'), [s.id for s in samples])[:8]}"
+    console.print("jury: lexical + semantic (no LLM); answerer: extractive baseline; decomposer: sentences")
+    _evaluate(workspace, config, _reference(workspace, HOTPOTQA_COLLECTION), samples, run_id, "bundled:hotpotqa",
+              HOTPOTQA_COLLECTION)
+    console.print(f"\nrun directory: {workspace.run_dir(run_id)}  (diagnostics.jsonl, config.json)")
+    console.print(f"record store: {workspace.store_path}")
+    console.print(f"next: [bold]ragcourt review {run_id} --home {home}[/bold] to decide escalated checks, "
+                  f"[bold]ragcourt summary {run_id} --home {home}[/bold] to see the figures again")
+
+
+@app.command()
+def index(
+    corpus: Annotated[Path, typer.Argument(help="HotpotQA IRCoT JSONL, or JSONL of {id, title, text}")],
+    collection: Annotated[str, typer.Option(help="chromadb collection name")] = HOTPOTQA_COLLECTION,
+    home: Home = DEFAULT_HOME,
+) -> None:
+    """Index a corpus into the workspace's chromadb (embedded, offline MiniLM embeddings)."""
+    try:
+        chunks = _corpus(corpus)
+    except DatasetError as error:
+        _fail(str(error))
+    seconds = index_chunks(Workspace(home), collection, chunks)
+    console.print(f"indexed {len(chunks)} chunks into '{collection}' in {seconds:.1f}s")
+
+
+def _corpus(path: Path) -> list[Chunk]:
+    import json
+
+    first = path.read_text(encoding="utf-8", errors="replace").lstrip()[:4000]
+    if '"contexts"' in first and '"question_text"' in first:
+        return list(load_hotpotqa(path).corpus)
+    chunks = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            chunks.append(Chunk(id=str(row.get("id") or content_id(row["text"])), text=row["text"],
+                                title=row.get("title"), source=str(path)))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise DatasetError(path, f"not a chunk object with 'text': {error}", line=number, field="text") from None
+    return chunks
+
+
+@app.command()
+def run(
+    dataset: Annotated[Path, typer.Argument(help="samples: JSONL / JSON / CSV, or a HotpotQA IRCoT file")],
+    system: Annotated[str, typer.Option(help="'reference' (chromadb + answerer) or 'precomputed'")] = "reference",
+    judge: Annotated[Optional[list[str]], typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]")] = None,
+    config_file: Annotated[Optional[Path], typer.Option("--config", help="YAML or TOML EvalConfig")] = None,
+    method: Annotated[Optional[list[Method]], typer.Option(help="repeatable; default from config")] = None,
+    collection: Annotated[str, typer.Option(help="chromadb collection of the reference system")] = HOTPOTQA_COLLECTION,
+    run_id: Annotated[Optional[str], typer.Option(help="re-use an id to resume a run")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="only the first N samples")] = None,
+    home: Home = DEFAULT_HOME,
+) -> None:
+    """Evaluate a dataset; streams one line per finished question."""
+    try:
+        config = load_config(config_file) if config_file else EvalConfig()
+        overrides: dict = {}
+        if judge:
+            overrides["judges"] = [{"model": j} for j in judge]
+        if method:
+            overrides["methods"] = list(method)
+        if overrides:
+            config = config.with_overrides(**overrides)
+    except (ConfigError, ValueError) as error:
+        _fail(str(error))
+    samples = _samples(dataset)
+    if limit:
+        samples = samples[:limit]
+    workspace = Workspace(home)
+    make_system: Callable[[Models], RAGSystem]
+    if system == "precomputed":
+        make_system, collection_used = (lambda _models: Precomputed()), None
+    elif system == "reference":
+        if not workspace.open_vectors().has_collection(collection):
+            _fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: run `ragcourt index` first")
+        make_system, collection_used = _reference(workspace, collection), collection
+    else:
+        _fail(f"unknown system '{system}' (use reference or precomputed)")
+    run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system)[:10]}"
+    _evaluate(workspace, config, make_system, samples, run_id, str(dataset), collection_used)
+    console.print(f"run {run_id}: {workspace.run_dir(run_id)}")
+
+
+def _samples(path: Path) -> list[Sample]:
+    try:
+        head = path.open("rb").read(4000)
+        if b'"question_text"' in head and b'"contexts"' in head:
+            return list(load_hotpotqa(path).samples)
+        return list(load_samples(path).samples)
+    except DatasetError as error:
+        _fail(str(error))
+    except OSError as error:
+        _fail(f"{path}: {error.strerror}")
+    raise AssertionError("unreachable")
+
+
+@app.command()
+def summary(run_id: str, home: Home = DEFAULT_HOME) -> None:
+    """Print a run's figures from the store (no LLM call)."""
+    store = _existing_store(home)
+    if store.get_run(run_id) is None:
+        _fail(f"no run '{run_id}' in {Workspace(home).store_path}")
+    _print_summary(summarize(store, run_id))
+
+
+def _existing_store(home: Path) -> RecordStore:
+    workspace = Workspace(home)
+    if not workspace.store_path.exists():
+        _fail(f"no record store at {workspace.store_path}")
+    return workspace.open_store()
+
+
+@app.command()
+def review(
+    run_id: str,
+    reviewer: Annotated[str, typer.Option(help="your name, stored with every decision")] = "reviewer",
+    home: Home = DEFAULT_HOME,
+) -> None:
+    """Walk the run's pending escalations in the terminal; decisions override the jury."""
+    store = _existing_store(home)
+    pending = store.pending_escalations(run_id)
+    if not pending:
+        console.print("no pending escalations")
+        return
+    console.print(f"{len(pending)} escalated checks awaiting review. Keys: y/n (binary), A/B/T (pairwise), "
+                  "0-10 (scores), a = accept the provisional decision, s = skip, q = quit")
+    for number, rec in enumerate(pending, start=1):
+        if not _review_one(store, run_id, rec, reviewer, number, len(pending)):
+            break
+    rescore_run(store, run_id, Workspace(home).run_dir(run_id))
+    _print_summary(summarize(store, run_id))
+
+
+def _review_one(store: RecordStore, run_id: str, rec: Reconciled, reviewer: str, number: int, total: int) -> bool:
+    check = store.get_checks([rec.check_id])[0]
+    console.rule(f"{number}/{total}  {check.kind}  sample {check.sample_id}  ({rec.escalation_reason})")
+    console.print(f"[bold]question:[/bold] {escape(check.question)}")
+    console.print(f"[bold]subject:[/bold] {escape(check.subject_text)}")
+    console.print(f"[bold]evidence ({escape(check.target_id)}):[/bold] {escape(check.target_text[:1500])}")
+    for verdict in store.get_verdicts([check.id]):
+        decision = verdict.label or verdict.score or f"unscored ({verdict.unscored_reason})"
+        console.print(f"  judge {escape(verdict.judge_id)}: {decision}  {escape(verdict.rationale)}")
+    answer = typer.prompt("decision", default="s").strip()
+    if answer == "q":
+        return False
+    action, label, score = _parse_decision(answer, rec)
+    if action is None:
+        console.print("[yellow]not understood; skipped[/yellow]")
+        action = ReviewAction.SKIP
+    store.add_review(Review(run_id=run_id, check_id=check.id, reviewer=reviewer, action=action, label=label,
+                            score=score))
+    return True
+
+
+def _parse_decision(answer: str, rec: Reconciled) -> tuple[ReviewAction | None, Label | None, float | None]:
+    if answer == "s":
+        return ReviewAction.SKIP, None, None
+    if answer == "a":
+        if rec.label is None and rec.score is None:
+            return None, None, None
+        return ReviewAction.ACCEPT, rec.label, rec.score
+    labels = {"y": Label.YES, "n": Label.NO, "A": Label.A, "B": Label.B, "T": Label.TIE}
+    if answer in labels:
+        return ReviewAction.OVERRIDE, labels[answer], None
+    if answer.isdigit() and 0 <= int(answer) <= 10:
+        return ReviewAction.OVERRIDE, None, float(answer)
+    return None, None, None
+
+
+
+
+@app.command()
+def graph() -> None:
+    """Print the per-sample state machine as Mermaid."""
+    from ragcourt.graphs.sample import build_sample_graph
+
+    console.print(build_sample_graph().get_graph().draw_mermaid(), markup=False, highlight=False)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        console.print("interrupted; everything judged so far is stored — run the same command to resume")
+        sys.exit(130)
+

@@ -1,0 +1,169 @@
+"""Evaluation configuration: what to run, with which judges, under which conditions.
+
+Loadable from YAML or TOML; every error names the key and the problem.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ragcourt.schema import ConditionKind
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is wrong; the message names the file and key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ReviewMode(StrEnum):
+    DEFERRED = "deferred"  # escalations go to the review queue; the run goes on with provisional labels
+    INLINE = "inline"  # the graph interrupts and waits for a person's decision
+
+
+class Method(StrEnum):
+    """Which families of checks a run makes (Q-CARE and elements are the default diagnosis)."""
+
+    QCARE = "qcare"
+    ELEMENTS = "elements"
+    CUBE = "cube"
+    CUER = "cuer"
+
+
+class DistractorPolicy(StrEnum):
+    RANDOM = "random"  # a random corpus chunk not retrieved for this question
+    BEST_NON_GOLD = "best_non_gold"  # the best-ranked non-gold chunk outside the top-k
+
+
+class JudgeSpec(_Strict):
+    """One member of the jury: `lexical` (no LLM) or a model spec such as `openai:gpt-4o-mini@URL`."""
+
+    model: str
+    id: str | None = Field(default=None, description="defaults to the model string")
+    logprobs: bool = False
+
+    @property
+    def judge_id(self) -> str:
+        return self.id or self.model
+
+
+class DimensionSpec(_Strict):
+    """A CuBE dimension scored 0-10. weight: a number, or 'auto' (|Pearson| with the rank score)."""
+
+    name: str
+    rubric: str | None = Field(default=None, description="rubric text; defaults to the bundled rubric")
+    weight: float | str = "auto"
+
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, value: float | str) -> float | str:
+        if isinstance(value, str) and value != "auto":
+            raise ValueError("weight must be a number or 'auto'")
+        if isinstance(value, float | int) and value < 0:
+            raise ValueError("weight must not be negative")
+        return value
+
+
+DEFAULT_DIMENSIONS = tuple(
+    DimensionSpec(name=name) for name in ("relevance", "specificity", "completeness", "quality")
+)
+
+
+class PerturbationSpec(_Strict):
+    kinds: tuple[ConditionKind, ...] = ()
+    max_chunks: int | None = Field(default=None, ge=1, description="perturb a seeded sample of chunks")
+    distractor: DistractorPolicy = DistractorPolicy.RANDOM
+    seed: int = 0
+
+    @field_validator("kinds")
+    @classmethod
+    def _only_perturbations(cls, kinds: tuple[ConditionKind, ...]) -> tuple[ConditionKind, ...]:
+        for kind in kinds:
+            if not kind.is_perturbation:
+                raise ValueError(f"{kind} is not a perturbation (use remove, replace, duplicate)")
+        return kinds
+
+
+class EvalConfig(_Strict):
+    judges: tuple[JudgeSpec, ...] = (JudgeSpec(model="lexical"),)
+    decomposer: str = Field(default="sentences", description="'sentences' (no LLM) or a model spec")
+    answerer: str = Field(default="extractive", description="'extractive' (no LLM) or a model spec")
+    methods: tuple[Method, ...] = (Method.QCARE, Method.ELEMENTS)
+    conditions: tuple[ConditionKind, ...] = Field(
+        default=(ConditionKind.NORMAL,), description="answered conditions besides perturbations"
+    )
+    dimensions: tuple[DimensionSpec, ...] = DEFAULT_DIMENSIONS
+    perturbations: PerturbationSpec = PerturbationSpec()
+    top_k: int = Field(default=5, ge=1)
+    score_threshold: float | None = None
+    loose_coverage_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    loose_k_factor: int = Field(default=2, ge=1)
+    escalate_below_agreement: float = Field(
+        default=1.0, ge=0.0, le=1.0,
+        description="a binary check escalates when the share of judges agreeing is below this",
+    )
+    escalate_score_spread: float = Field(
+        default=3.0, ge=0.0, description="a 0-10 score escalates when judges differ by more than this"
+    )
+    review_mode: ReviewMode = ReviewMode.DEFERRED
+    concurrency: int = Field(default=8, ge=1, description="samples evaluated at once")
+    llm_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight per endpoint")
+    timeout_s: float = Field(default=60.0, gt=0)
+    trim_proportion: float = Field(default=0.1, ge=0.0, lt=0.5)
+    seed: int = 0
+
+    @field_validator("conditions")
+    @classmethod
+    def _plain_conditions(cls, kinds: tuple[ConditionKind, ...]) -> tuple[ConditionKind, ...]:
+        for kind in kinds:
+            if kind.is_perturbation or kind is ConditionKind.LOOSE:
+                raise ValueError(f"{kind} is set through 'perturbations' or the loose threshold")
+        if ConditionKind.NORMAL not in kinds:
+            raise ValueError("conditions must include normal")
+        return kinds
+
+    def with_overrides(self, **changes: Any) -> EvalConfig:
+        return EvalConfig.model_validate({**self.model_dump(), **changes})
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        lines.append(f"  key '{key}': {item['msg']}")
+    return "\n".join(lines)
+
+
+def parse_config(data: dict[str, Any], source: str = "<config>") -> EvalConfig:
+    try:
+        return EvalConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_describe(error, source)) from None
+
+
+def load_config(path: Path) -> EvalConfig:
+    """Read an EvalConfig from a .yaml/.yml or .toml file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text) or {}
+        elif path.suffix == ".toml":
+            data = tomllib.loads(text)
+        else:
+            raise ConfigError(f"{path}: unknown config format (use .yaml, .yml or .toml)")
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: not valid {path.suffix[1:].upper()}: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    return parse_config(data, str(path))

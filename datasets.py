@@ -1,0 +1,845 @@
+"""Loading evaluation data: user files (JSONL / JSON / CSV), HotpotQA (IRCoT format), RAGChecker pairs.
+
+Every problem a loader finds is a `DatasetError` naming the file, the 1-based line and the field, so a
+person can open the file at that line and fix it. Row-level problems can be collected instead of raised
+(`ErrorPolicy.SKIP`); file-level problems (unreadable, empty, not valid JSON as a whole, bad CSV header)
+always raise, because no row can be trusted after them.
+
+What is accepted on purpose:
+- very large fields (a whole book in `reference_answer`): no size limit is applied; the CSV reader's field
+  size limit is lifted for the duration of a load;
+- arbitrary nested JSON in `metadata` (it is the caller's data); nesting so deep that the JSON parser
+  itself gives up (about 1000 levels) is reported as an error rather than crashing;
+- any Unicode text (Chinese, emoji, right-to-left); lone surrogates (`"\\ud800"`) are rejected because
+  they cannot be encoded as UTF-8 and would break every store downstream.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ragcourt.schema import Chunk, Label, Sample, content_id
+
+HOTPOTQA_SOURCE = "hotpotqa"
+RAGCHECKER_SOURCE = "ragchecker"
+CSV_LIST_SEPARATOR = "|"
+# csv's field limit is a process-wide setting; lifted only while a CSV file is read (see _read_csv).
+_CSV_FIELD_LIMIT = 2**31 - 1
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+# --------------------------------------------------------------------------- errors and results
+
+
+class DatasetError(ValueError):
+    """A problem in an input file, located by file, 1-based line (None: whole file) and field."""
+
+    def __init__(self, file: str | Path, message: str, *, line: int | None = None, field: str | None = None):
+        self.file = str(file)
+        self.line = line
+        self.field = field
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        what = self.message if self.field is None else f"field '{self.field}': {self.message}"
+        return f"{where}: {what}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_error, (self.file, self.message, self.line, self.field))
+
+
+def _rebuild_error(file: str, message: str, line: int | None, field: str | None) -> DatasetError:
+    return DatasetError(file, message, line=line, field=field)
+
+
+class ErrorPolicy(StrEnum):
+    RAISE = "raise"  # raise the first row error
+    SKIP = "skip"  # collect row errors in LoadResult.errors and leave those rows out
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    samples: tuple[Sample, ...]
+    errors: tuple[DatasetError, ...] = ()
+
+
+class _RowError(Exception):
+    """A problem inside one row; the caller adds file and line."""
+
+    def __init__(self, field: str | None, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# --------------------------------------------------------------------------- reading text
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(path, f"cannot read file: {exc.strerror or exc}") from exc
+    if not data.removeprefix(_UTF8_BOM).strip():
+        raise DatasetError(path, "file is empty")
+    return data
+
+
+def _line_of(data: bytes | str, offset: int) -> int:
+    newline: Any = b"\n" if isinstance(data, bytes) else "\n"
+    return data.count(newline, 0, offset) + 1
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """The whole file as text; invalid UTF-8 and NUL bytes are reported at their line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = _line_of(data, exc.start)
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DatasetError(
+            path, f"invalid UTF-8 (byte 0x{data[exc.start]:02x} at column {column})", line=line
+        ) from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        column = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        raise DatasetError(path, f"NUL byte at column {column}", line=_line_of(text, nul))
+    return text.removeprefix("\ufeff")
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_without_duplicate_keys)
+# The whole-document pass of a .json file only checks syntax; duplicate keys are reported per row later.
+_LENIENT_DECODER = json.JSONDecoder()
+
+
+class _BadJson(_RowError):
+    """Text that is not JSON; lineno / colno are relative to the text handed to the parser."""
+
+    def __init__(self, reason: str, lineno: int | None = None, colno: int | None = None):
+        super().__init__(None, f"not valid JSON: {reason}")
+        self.reason = reason
+        self.lineno = lineno
+        self.colno = colno
+
+
+def _json_value(text: str, start: int = 0, *, unique_keys: bool = True) -> tuple[Any, int]:
+    """One JSON value at `start` (after whitespace); returns (value, end). Raises _RowError on bad JSON."""
+    start = _skip_whitespace(text, start)
+    try:
+        return (_DECODER if unique_keys else _LENIENT_DECODER).raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise _BadJson(exc.msg, exc.lineno, exc.colno) from None
+    except _DuplicateKey as exc:
+        raise _RowError(exc.key, "key appears twice in the same object") from None
+    except RecursionError:
+        raise _BadJson("nested too deeply to parse") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise _BadJson(str(exc)) from None
+
+
+def _skip_whitespace(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _json_document(path: Path, text: str) -> Any:
+    """Parse a whole JSON document; errors carry the line and column the JSON parser stopped at."""
+    try:
+        value, end = _json_value(text, unique_keys=False)
+    except _BadJson as exc:
+        column = "" if exc.colno is None else f" (column {exc.colno})"
+        raise DatasetError(path, f"not valid JSON: {exc.reason}{column}", line=exc.lineno) from None
+    except _RowError as exc:
+        raise DatasetError(path, exc.message, field=exc.field) from None
+    end = _skip_whitespace(text, end)
+    if end != len(text):
+        raise DatasetError(path, "not valid JSON: extra data after the document", line=_line_of(text, end))
+    return value
+
+
+def _json_array_items(text: str, array_start: int) -> Iterator[tuple[int, int]]:
+    """(line, offset) of each element of the JSON array at `array_start`; the text is known to be valid."""
+    pos = _skip_whitespace(text, array_start + 1)
+    if text[pos] == "]":
+        return
+    while True:
+        pos = _skip_whitespace(text, pos)
+        _, end = _json_value(text, pos, unique_keys=False)
+        yield _line_of(text, pos), pos
+        pos = _skip_whitespace(text, end)
+        if text[pos] == "]":
+            return
+        pos += 1  # the comma
+
+
+def _json_samples_array(path: Path, text: str, value: Any) -> Iterator[tuple[int, int]]:
+    """Elements of a top-level list, or of the list under "samples" of a top-level object, with lines."""
+    start = _skip_whitespace(text, 0)
+    if isinstance(value, list):
+        yield from _json_array_items(text, start)
+        return
+    if isinstance(value, dict) and isinstance(value.get("samples"), list):
+        # Walk the top-level object to the position of the "samples" array; other keys are ignored.
+        # With a repeated "samples" key Python keeps the last one, and so does this walk.
+        pos = _skip_whitespace(text, start + 1)
+        samples_at = -1
+        while text[pos] != "}":
+            key, pos = _json_value(text, pos, unique_keys=False)
+            pos = _skip_whitespace(text, _skip_whitespace(text, pos) + 1)  # past the colon
+            if key == "samples":
+                samples_at = pos
+            _, pos = _json_value(text, pos, unique_keys=False)
+            pos = _skip_whitespace(text, pos)
+            if text[pos] == ",":
+                pos = _skip_whitespace(text, pos + 1)
+        yield from _json_array_items(text, samples_at)
+        return
+    found = type(value).__name__ if not isinstance(value, dict) else "an object without a 'samples' list"
+    raise DatasetError(
+        path, f"expected a JSON list of samples or an object with a 'samples' list, got {found}"
+    )
+
+
+# --------------------------------------------------------------------------- field checks
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number" if isinstance(value, int | float) else type(value).__name__
+    )
+
+
+def _pick(row: Mapping[str, Any], name: str, aliases: tuple[str, ...], used: set[str]) -> tuple[str, Any]:
+    """The value of a field that may be spelled several ways; two spellings at once is an error."""
+    present = [key for key in (name, *aliases) if key in row]
+    if len(present) > 1:
+        raise _RowError(present[1], f"repeats '{present[0]}' (both spell '{name}'); keep one")
+    used.update(present)
+    if not present:
+        return name, None
+    return present[0], row[present[0]]
+
+
+def _text(field: str, value: Any, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise _RowError(field, "is missing")
+        return None
+    if not isinstance(value, str):
+        raise _RowError(field, f"must be a string, got {_type_name(value)}")
+    if required and not value.strip():
+        raise _RowError(field, "is empty")
+    return value
+
+
+def _sample_id(field: str, value: Any) -> str:
+    if value is None:
+        raise _RowError("id", "is missing; every sample needs an 'id' (or 'question_id')")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _RowError(field, f"must be a string or an integer, got {_type_name(value)}")
+    text = str(value)
+    if not text.strip():
+        raise _RowError(field, "is empty")
+    return text
+
+
+def _string_list(field: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _RowError(field, f"must be a list of strings, got {_type_name(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _RowError(f"{field}[{index}]", f"must be a string, got {_type_name(item)}")
+    return tuple(value)
+
+
+def paragraph_id(title: str | None, text: str) -> str:
+    """Stable short id of a paragraph: the same title and text always give the same id."""
+    return content_id("paragraph", title, text)
+
+
+def _chunk(field: str, value: Any, *, rank: int | None) -> Chunk:
+    """A chunk from a plain string or from {id?, title?, text, score?, ...}; other keys go to metadata."""
+    if isinstance(value, str):
+        return Chunk(id=paragraph_id(None, value), text=value, rank=rank)
+    if not isinstance(value, dict):
+        raise _RowError(field, f"must be a string or an object with 'text', got {_type_name(value)}")
+    text = _text(f"{field}.text", value.get("text"), required=True)
+    assert text is not None
+    title = _text(f"{field}.title", value.get("title"))
+    raw_id = value.get("id")
+    chunk_id = paragraph_id(title, text) if raw_id is None else _sample_id(f"{field}.id", raw_id)
+    score = value.get("score")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+    ):
+        raise _RowError(f"{field}.score", f"must be a finite number, got {score!r}")
+    extra = {k: v for k, v in value.items() if k not in ("id", "title", "text", "score")}
+    return Chunk(id=chunk_id, text=text, title=title, score=score, rank=rank, metadata=extra)
+
+
+def _chunks(field: str, value: Any, *, ranked: bool) -> tuple[Chunk, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _RowError(field, f"must be a list, got {_type_name(value)}")
+    return tuple(
+        _chunk(f"{field}[{i}]", item, rank=i + 1 if ranked else None) for i, item in enumerate(value)
+    )
+
+
+def _first_surrogate_field(value: Any, field: str) -> str | None:
+    """Path of the first string holding a lone surrogate (not encodable as UTF-8), if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return field
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _first_surrogate_field(key, field) or _first_surrogate_field(item, f"{field}.{key}")
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _first_surrogate_field(item, f"{field}[{index}]")
+            if found:
+                return found
+    return None
+
+
+_KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
+    "id": ("question_id",),
+    "question": ("question_text", "query"),
+    "reference_answer": ("gt_answer", "answer_reference"),
+    "gold_answers": (),
+    "gold_titles": (),
+    "gold_documents": (),
+    "contexts": (),
+    "answer": ("response",),
+    "metadata": (),
+}
+
+
+def _row_to_sample(row: Mapping[str, Any]) -> Sample:
+    """Map one row (already parsed into Python values) to a Sample; raises _RowError."""
+    used: set[str] = set()
+
+    def pick(name: str) -> tuple[str, Any]:
+        return _pick(row, name, _KNOWN_FIELDS[name], used)
+
+    sample_id = _sample_id(*pick("id"))
+    question_field, question = pick("question")
+    if question is None:
+        raise _RowError("question", "is missing (also accepted: 'question_text', 'query')")
+    question_text = _text(question_field, question, required=True)
+    reference = _text(*pick("reference_answer"))
+    gold_answers = _string_list(*pick("gold_answers"))
+    gold_titles = _string_list(*pick("gold_titles"))
+    gold_documents = _chunks(*pick("gold_documents"), ranked=False) or ()
+    contexts = _chunks(*pick("contexts"), ranked=True)
+    answer = _text(*pick("answer"))
+    metadata_field, metadata = pick("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise _RowError(metadata_field, f"must be an object, got {_type_name(metadata)}")
+    metadata = dict(metadata)
+    for key, value in row.items():
+        if key in used:
+            continue
+        if key in metadata:
+            raise _RowError(key, "given both at top level and inside 'metadata'; keep one")
+        metadata[key] = value
+    bad = _first_surrogate_field(dict(row), "")
+    if bad:
+        raise _RowError(bad.lstrip(".") or None, "contains a lone surrogate (not valid Unicode text)")
+    try:
+        return Sample(
+            id=sample_id,
+            question=question_text,  # type: ignore[arg-type]
+            reference_answer=reference,
+            gold_answers=gold_answers,
+            gold_titles=gold_titles,
+            gold_documents=gold_documents,
+            contexts=contexts,
+            answer=answer,
+            metadata=metadata,
+        )
+    except ValidationError as exc:  # defensive: the checks above should leave nothing for pydantic
+        first = exc.errors()[0]
+        raise _RowError(".".join(str(p) for p in first["loc"]) or None, first["msg"]) from None
+
+
+# --------------------------------------------------------------------------- collecting rows
+
+
+class _Collector:
+    """Turns row errors into DatasetErrors, applies the error policy and checks ids are unique."""
+
+    def __init__(self, path: Path, on_error: ErrorPolicy):
+        self.path = path
+        self.on_error = on_error
+        self.samples: list[Sample] = []
+        self.errors: list[DatasetError] = []
+        self.rows = 0
+        self._id_lines: dict[str, int] = {}
+
+    def fail(self, line: int | None, field: str | None, message: str) -> None:
+        error = DatasetError(self.path, message, line=line, field=field)
+        if self.on_error is ErrorPolicy.RAISE:
+            raise error
+        self.errors.append(error)
+
+    def add(
+        self,
+        line: int,
+        make: Callable[[], Any],
+        to_sample: Callable[[Any], Sample] = _row_to_sample,
+        on_accept: Callable[[Sample], None] | None = None,
+    ) -> None:
+        """Parse and convert one row; `make` produces the parsed row (and may raise _RowError)."""
+        self.rows += 1
+        try:
+            row = make()
+            if not isinstance(row, dict):
+                raise _RowError(None, f"expected a JSON object, got {_type_name(row)}")
+            sample = to_sample(row)
+        except _RowError as exc:
+            self.fail(line, exc.field, exc.message)
+            return
+        first = self._id_lines.get(sample.id)
+        if first is not None:
+            self.fail(line, "id", f"duplicate id '{sample.id}' (first on line {first}, again on line {line})")
+            return
+        self._id_lines[sample.id] = line
+        self.samples.append(sample)
+        if on_accept is not None:
+            on_accept(sample)
+
+    def result(self) -> LoadResult:
+        if self.rows == 0:
+            raise DatasetError(self.path, "file holds no samples")
+        return LoadResult(samples=tuple(self.samples), errors=tuple(self.errors))
+
+
+def _jsonl_rows(
+    data: bytes,
+    collector: _Collector,
+    to_sample: Callable[[Any], Sample] = _row_to_sample,
+    on_accept: Callable[[Sample], None] | None = None,
+) -> None:
+    """One object per line, decoded line by line so one bad line does not hide the others."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if number == 1:
+            raw = raw.removeprefix(_UTF8_BOM)
+        if not raw.strip():
+            continue
+
+        def parse(raw: bytes = raw) -> Any:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _RowError(
+                    None, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+                ) from None
+            nul = line.find("\x00")
+            if nul >= 0:
+                raise _RowError(None, f"NUL byte at column {nul + 1}")
+            try:
+                value, end = _json_value(line)
+            except _BadJson as exc:
+                column = "" if exc.colno is None else f" (column {exc.colno})"
+                raise _RowError(None, f"not valid JSON: {exc.reason}{column}") from None
+            end = _skip_whitespace(line, end)
+            if end != len(line):
+                raise _RowError(None, f"not valid JSON: extra data after the value (column {end + 1})")
+            return value
+
+        collector.add(number, parse, to_sample, on_accept)
+
+
+def _csv_cell(column: str, cell: str) -> Any:
+    """A CSV cell as a Python value: empty -> None; list / object fields as JSON or '|'-separated text."""
+    if cell == "":
+        return None
+    if column in ("gold_answers", "gold_titles", "gold_documents", "contexts", "metadata"):
+        if cell.lstrip().startswith(("[", "{")):
+            try:
+                value, end = _json_value(cell)
+            except _RowError as exc:
+                raise _RowError(column, exc.message) from None
+            if _skip_whitespace(cell, end) != len(cell):
+                raise _RowError(column, "not valid JSON: extra data after the value")
+            return value
+        if column == "metadata":
+            raise _RowError(column, "must be a JSON object")
+        return [part.strip() for part in cell.split(CSV_LIST_SEPARATOR) if part.strip()]
+    return cell
+
+
+def _csv_rows(path: Path, text: str, collector: _Collector) -> None:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    previous_limit = csv.field_size_limit(_CSV_FIELD_LIMIT)
+    try:
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise DatasetError(path, "file is empty") from None
+        except csv.Error as exc:
+            raise DatasetError(path, f"bad CSV: {exc}", line=1) from None
+        columns = [name.strip() for name in header]
+        if not any(columns):
+            raise DatasetError(path, "the first row must be a header naming the columns", line=1)
+        for index, name in enumerate(columns):
+            if not name:
+                raise DatasetError(path, f"header column {index + 1} has no name", line=1)
+            if name in columns[:index]:
+                raise DatasetError(path, f"header names column '{name}' twice", line=1, field=name)
+        while True:
+            start = reader.line_num + 1
+            try:
+                cells = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                collector.add(start, _failing(_RowError(None, f"bad CSV: {exc}")))
+                break  # the reader cannot resynchronise after a CSV syntax error
+            if not cells or all(cell.strip() == "" for cell in cells):
+                continue
+
+            def parse(cells: list[str] = cells) -> dict[str, Any]:
+                if len(cells) != len(columns):
+                    raise _RowError(None, f"row has {len(cells)} cells, the header has {len(columns)}")
+                row: dict[str, Any] = {}
+                for column, cell in zip(columns, cells, strict=True):
+                    value = _csv_cell(column, cell)
+                    if value is not None:
+                        row[column] = value
+                return row
+
+            collector.add(start, parse)
+    finally:
+        csv.field_size_limit(previous_limit)
+
+
+def _failing(error: _RowError) -> Callable[[], Any]:
+    def fail() -> Any:
+        raise error
+
+    return fail
+
+
+def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> LoadResult:
+    """Samples from a .jsonl, .json or .csv file (see the module docstring and README for the fields).
+
+    Fields: id (or question_id; string or integer), question (or question_text, query), reference_answer
+    (or gt_answer, answer_reference), gold_answers, gold_titles (lists of strings), gold_documents and
+    contexts (lists of strings or {id?, title?, text, score?} objects; contexts are the precomputed
+    retrieval, ranked in order), answer (or response: a precomputed answer), metadata (object).
+    Unknown top-level fields go into metadata.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".json", ".csv"):
+        raise DatasetError(path, f"unsupported file type '{suffix}'; use .jsonl, .json or .csv")
+    data = _read_bytes(path)
+    collector = _Collector(path, on_error)
+    if suffix == ".jsonl":
+        _jsonl_rows(data, collector)
+    elif suffix == ".json":
+        text = _decode(path, data)
+        document = _json_document(path, text)
+        for line, offset in _json_samples_array(path, text, document):
+            collector.add(line, lambda offset=offset: _json_value(text, offset)[0])
+    else:
+        _csv_rows(path, _decode(path, data), collector)
+    return collector.result()
+
+
+# --------------------------------------------------------------------------- HotpotQA (IRCoT format)
+
+
+@dataclass(frozen=True, slots=True)
+class HotpotQA:
+    """HotpotQA questions with their gold paragraphs, and every paragraph of every question as a corpus."""
+
+    samples: tuple[Sample, ...]
+    corpus: tuple[Chunk, ...]
+    errors: tuple[DatasetError, ...] = ()
+
+
+def _require(row: Mapping[str, Any], field: str) -> Any:
+    if field not in row or row[field] is None:
+        raise _RowError(field, "is missing")
+    return row[field]
+
+
+def _hotpot_paragraphs(contexts: Any) -> list[tuple[Chunk, bool]]:
+    if not isinstance(contexts, list) or not contexts:
+        raise _RowError("contexts", f"must be a non-empty list of paragraphs, got {_type_name(contexts)}")
+    paragraphs = []
+    for index, paragraph in enumerate(contexts):
+        field = f"contexts[{index}]"
+        if not isinstance(paragraph, dict):
+            raise _RowError(field, f"must be an object, got {_type_name(paragraph)}")
+        title = _text(f"{field}.title", _require_in(paragraph, field, "title"), required=True)
+        text = _text(f"{field}.paragraph_text", _require_in(paragraph, field, "paragraph_text"))
+        supporting = paragraph.get("is_supporting", False)
+        if not isinstance(supporting, bool):
+            raise _RowError(f"{field}.is_supporting", f"must be true or false, got {_type_name(supporting)}")
+        assert title is not None and text is not None
+        chunk = Chunk(id=paragraph_id(title, text), text=text, title=title, source=HOTPOTQA_SOURCE)
+        paragraphs.append((chunk, supporting))
+    return paragraphs
+
+
+def _require_in(obj: Mapping[str, Any], prefix: str, key: str) -> Any:
+    if obj.get(key) is None:
+        raise _RowError(f"{prefix}.{key}", "is missing")
+    return obj[key]
+
+
+def _hotpot_spans(answers: Any) -> tuple[str, ...]:
+    if not isinstance(answers, list) or not answers:
+        raise _RowError("answers_objects", f"must be a non-empty list, got {_type_name(answers)}")
+    spans: list[str] = []
+    for index, answer in enumerate(answers):
+        if not isinstance(answer, dict):
+            raise _RowError(f"answers_objects[{index}]", f"must be an object, got {_type_name(answer)}")
+        spans.extend(_string_list(f"answers_objects[{index}].spans", answer.get("spans")))
+    if not [span for span in spans if span.strip()]:
+        raise _RowError("answers_objects", "has no answer span")
+    return tuple(spans)
+
+
+def load_hotpotqa(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> HotpotQA:
+    """HotpotQA in the IRCoT processed format (one question per line; see data/README.md).
+
+    Sample: id = question_id, question = question_text, gold_answers = every answer span,
+    reference_answer = the first span, gold_titles / gold_documents = the is_supporting paragraphs,
+    metadata {"source": "hotpotqa"}. Corpus: all paragraphs, deduplicated by `paragraph_id(title, text)`.
+    """
+    path = Path(path)
+    data = _read_bytes(path)
+    collector = _Collector(path, on_error)
+    corpus: dict[str, Chunk] = {}
+    paragraphs_of_last_row: list[Chunk] = []
+
+    def to_sample(row: dict[str, Any]) -> Sample:
+        sample_id = _sample_id("question_id", _require(row, "question_id"))
+        question = _text("question_text", _require(row, "question_text"), required=True)
+        spans = _hotpot_spans(_require(row, "answers_objects"))
+        paragraphs = _hotpot_paragraphs(_require(row, "contexts"))
+        gold = tuple(chunk for chunk, supporting in paragraphs if supporting)
+        paragraphs_of_last_row[:] = [chunk for chunk, _ in paragraphs]
+        return Sample(
+            id=sample_id,
+            question=question,  # type: ignore[arg-type]
+            reference_answer=spans[0],
+            gold_answers=spans,
+            gold_titles=tuple(dict.fromkeys(chunk.title for chunk in gold if chunk.title)),
+            gold_documents=gold,
+            metadata={"source": HOTPOTQA_SOURCE},
+        )
+
+    def add_to_corpus(_: Sample) -> None:
+        # only paragraphs of accepted rows enter the corpus (a skipped row contributes nothing)
+        for chunk in paragraphs_of_last_row:
+            corpus.setdefault(chunk.id, chunk)
+
+    _jsonl_rows(data, collector, to_sample, add_to_corpus)
+    result = collector.result()
+    return HotpotQA(samples=result.samples, corpus=tuple(corpus.values()), errors=result.errors)
+
+
+# --------------------------------------------------------------------------- RAGChecker human-labelled pairs
+
+
+def label_from_human_score(score: int) -> Label:
+    """Map a RAGChecker human label (-2..+2, positive = model2 better) to a pairwise Label.
+
+    model1 is answer A and model2 is answer B: a negative score (model1 better) is Label.A, a positive
+    score (model2 better) is Label.B, and 0 is Label.TIE. The strength (1 or 2) is dropped.
+    """
+    if score < 0:
+        return Label.A
+    if score > 0:
+        return Label.B
+    return Label.TIE
+
+
+@dataclass(frozen=True, slots=True)
+class PairResponse:
+    model_name: str
+    response: str
+    critiques: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HumanLabels:
+    """One annotator's labels for a pair, each in -2..+2 (positive: model2 better)."""
+
+    line: int
+    correctness: int
+    completeness: int
+    overall: int
+
+    @property
+    def overall_label(self) -> Label:
+        return label_from_human_score(self.overall)
+
+
+@dataclass(frozen=True, slots=True)
+class RagCheckerPair:
+    """One answer pair with the labels of every annotator, in file order."""
+
+    instance_id: int
+    dataset: str
+    query_id: str | None
+    query: str
+    gt_answer: str
+    model1: PairResponse
+    model2: PairResponse
+    annotations: tuple[HumanLabels, ...]
+
+    @property
+    def sample_id(self) -> str:
+        return f"{RAGCHECKER_SOURCE}-{self.instance_id}"
+
+    def to_sample(self) -> Sample:
+        return Sample(
+            id=self.sample_id,
+            question=self.query,
+            reference_answer=self.gt_answer,
+            metadata={
+                "source": RAGCHECKER_SOURCE,
+                "dataset": self.dataset,
+                "query_id": self.query_id,
+                "instance_id": self.instance_id,
+            },
+        )
+
+
+_HUMAN_LABEL_FIELDS = ("correctness_label", "completeness_label", "overall_label")
+
+
+def _pair_response(row: Mapping[str, Any], field: str) -> PairResponse:
+    value = _require(row, field)
+    if not isinstance(value, dict):
+        raise _RowError(field, f"must be an object, got {_type_name(value)}")
+    name = _text(f"{field}.model_name", _require_in(value, field, "model_name"), required=True)
+    response = _text(f"{field}.response", _require_in(value, field, "response"))
+    critiques = _text(f"{field}.critiques", value.get("critiques"))
+    assert name is not None and response is not None
+    return PairResponse(model_name=name, response=response, critiques=critiques)
+
+
+def _human_score(row: Mapping[str, Any], field: str) -> int:
+    value = _require(row, field)
+    if isinstance(value, bool) or not isinstance(value, int) or not -2 <= value <= 2:
+        raise _RowError(field, f"must be an integer from -2 to 2, got {value!r}")
+    return value
+
+
+def load_ragchecker_pairs(path: Path) -> tuple[RagCheckerPair, ...]:
+    """RAGChecker human-labelled pairs, grouped by instance_id (first appearance order).
+
+    Records of the same instance must agree on dataset, query, gt_answer and both responses; each record
+    adds one annotator's labels. Any problem raises a DatasetError (a partial grouping would skew
+    agreement figures).
+    """
+    path = Path(path)
+    text = _decode(path, _read_bytes(path))
+    document = _json_document(path, text)
+    if not isinstance(document, list):
+        raise DatasetError(path, f"expected a JSON list of records, got {_type_name(document)}")
+    if not document:
+        raise DatasetError(path, "file holds no records")
+    pairs: dict[int, RagCheckerPair] = {}
+    for line, offset in _json_array_items(text, _skip_whitespace(text, 0)):
+        try:
+            row, _ = _json_value(text, offset)
+            if not isinstance(row, dict):
+                raise _RowError(None, f"expected a JSON object, got {_type_name(row)}")
+            instance_id = _require(row, "instance_id")
+            if isinstance(instance_id, bool) or not isinstance(instance_id, int):
+                raise _RowError("instance_id", f"must be an integer, got {_type_name(instance_id)}")
+            query_id = row.get("query_id")
+            pair = RagCheckerPair(
+                instance_id=instance_id,
+                dataset=_text("dataset", _require(row, "dataset"), required=True) or "",
+                query_id=None if query_id is None else _sample_id("query_id", query_id),
+                query=_text("query", _require(row, "query"), required=True) or "",
+                gt_answer=_text("gt_answer", _require(row, "gt_answer"), required=True) or "",
+                model1=_pair_response(row, "model1"),
+                model2=_pair_response(row, "model2"),
+                annotations=(HumanLabels(line, *(_human_score(row, f) for f in _HUMAN_LABEL_FIELDS)),),
+            )
+            known = pairs.get(instance_id)
+            if known is None:
+                pairs[instance_id] = pair
+                continue
+            for field in ("dataset", "query_id", "query", "gt_answer", "model1", "model2"):
+                if getattr(known, field) != getattr(pair, field):
+                    first = known.annotations[0].line
+                    raise _RowError(
+                        field, f"differs from the record of instance {instance_id} on line {first}"
+                    )
+            pairs[instance_id] = RagCheckerPair(
+                **{f: getattr(known, f) for f in RagCheckerPair.__dataclass_fields__ if f != "annotations"},
+                annotations=known.annotations + pair.annotations,
+            )
+        except _RowError as exc:
+            raise DatasetError(path, exc.message, line=line, field=exc.field) from None
+    return tuple(pairs.values())
+
+
+# --------------------------------------------------------------------------- bundled data
+
+
+class BundledDataset(StrEnum):
+    """Public sample data shipped in `ragcourt.data` (licences in data/README.md)."""
+
+    HOTPOTQA_DEV_100 = "hotpotqa/dev_sample_100.jsonl"
+    RAGCHECKER_PAIRS = "ragchecker_pairs/human_labeled_sample.json"
+
+
+def bundled(name: BundledDataset) -> Path:
+    """File-system path of a bundled data file (the package must be installed unzipped)."""
+    resource = resources.files("ragcourt.data").joinpath(*BundledDataset(name).value.split("/"))
+    if not isinstance(resource, Path):
+        raise DatasetError(str(resource), "bundled data is not on the file system (zipped install)")
+    if not resource.is_file():
+        raise DatasetError(resource, "bundled data file is missing from the installation")
+    return resource

@@ -1,0 +1,161 @@
+"""Splitting texts into the units the jury judges: sub-queries, elements and claims.
+
+`LLMDecomposer` follows seeds 002 (query types, self-contained claims) and 003 (one fact or condition
+per element). `SentenceDecomposer` is the no-LLM baseline: it splits on sentence boundaries and never
+rewrites, so its claims may not be self-contained (pronouns stay unresolved).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from ragcourt.llm.client import LLMClient
+from ragcourt.prompts.library import PromptId, load_prompt, untrusted
+from ragcourt.schema import (
+    Decomposition,
+    DecompositionKind,
+    QueryType,
+    UnscoredReason,
+    VerdictStatus,
+    content_id,
+)
+from ragcourt.stores.records import RecordStore
+from ragcourt.text import sentences
+
+
+class Split(BaseModel):
+    """The result of one decomposition, before it is stored as a Decomposition record."""
+
+    model_config = {"frozen": True}
+
+    items: tuple[str, ...]
+    query_type: QueryType | None = None
+    status: VerdictStatus = VerdictStatus.OK
+    unscored_reason: UnscoredReason | None = None
+
+
+class Decomposer(Protocol):
+    model_id: str
+
+    def prompt_hash(self, kind: DecompositionKind) -> str: ...
+
+    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split: ...
+
+
+class QueryDecomposition(BaseModel):
+    """How the question decomposes (seed 002, 3.1)."""
+
+    query_type: QueryType = Field(
+        description="single_focus: one information need; multi_aspect: several perspectives; "
+        "multi_step: ordered steps where later ones depend on earlier answers"
+    )
+    sub_queries: list[str] = Field(
+        description="the question itself for single_focus; otherwise one self-contained sub-query each"
+    )
+
+
+class ClaimList(BaseModel):
+    """Atomic claims of an answer (seed 002, 3.2)."""
+
+    claims: list[str] = Field(description="self-contained atomic claims, pronouns resolved, one fact each")
+
+
+class ElementList(BaseModel):
+    """Elements of a reference answer (seed 003)."""
+
+    elements: list[str] = Field(description="one fact or condition each, self-contained, in answer order")
+
+
+_PROMPTS = {
+    DecompositionKind.SUBQUERIES: PromptId.DECOMPOSE_QUESTION,
+    DecompositionKind.CLAIMS: PromptId.DECOMPOSE_ANSWER,
+    DecompositionKind.ELEMENTS: PromptId.SPLIT_ELEMENTS,
+}
+
+
+@dataclass
+class LLMDecomposer:
+    client: LLMClient
+
+    @property
+    def model_id(self) -> str:
+        return self.client.model_id
+
+    def prompt_hash(self, kind: DecompositionKind) -> str:
+        return load_prompt(_PROMPTS[kind]).hash
+
+    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+        prompt = load_prompt(_PROMPTS[kind])
+        quoted_question = untrusted(question, "QUESTION")
+        if kind is DecompositionKind.SUBQUERIES:
+            rendered, schema = prompt.render(question=quoted_question), QueryDecomposition
+        elif kind is DecompositionKind.CLAIMS:
+            rendered, schema = prompt.render(question=quoted_question, answer=untrusted(text, "ANSWER")), ClaimList
+        else:
+            rendered = prompt.render(question=quoted_question, reference=untrusted(text, "REFERENCE"))
+            schema = ElementList
+        result = await self.client.structured_call(
+            [SystemMessage("You decompose texts into units for evaluation. Reply as JSON."), HumanMessage(rendered)],
+            schema,
+        )
+        value = result.value
+        if value is None:
+            return Split(items=(), status=VerdictStatus.UNSCORED, unscored_reason=result.reason)
+        if isinstance(value, QueryDecomposition):
+            items = tuple(s.strip() for s in value.sub_queries if s.strip()) or (question,)
+            return Split(items=items, query_type=value.query_type)
+        listed = value.claims if isinstance(value, ClaimList) else value.elements
+        return Split(items=tuple(s.strip() for s in listed if s.strip()))
+
+
+_QUESTION_SPLIT = re.compile(r"\?\s+|;\s+")
+
+
+@dataclass
+class SentenceDecomposer:
+    """No-LLM baseline. Sub-queries: the question, or its parts when it asks several questions
+    separated by '?' or ';' (multi_aspect). Elements and claims: sentences; a reference without
+    sentence punctuation (a short answer such as a HotpotQA span) is one element."""
+
+    model_id: str = "sentences"
+
+    def prompt_hash(self, kind: DecompositionKind) -> str:
+        return content_id("sentence-rules", kind, 1)
+
+    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+        if kind is DecompositionKind.SUBQUERIES:
+            parts = [p.strip() for p in _QUESTION_SPLIT.split(text.strip()) if p.strip()]
+            if len(parts) > 1:
+                return Split(items=tuple(parts), query_type=QueryType.MULTI_ASPECT)
+            return Split(items=(text.strip(),), query_type=QueryType.SINGLE_FOCUS)
+        return Split(items=tuple(sentences(text)) or ((text.strip(),) if text.strip() else ()))
+
+
+async def frozen_split(
+    store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str
+) -> Decomposition:
+    """The stored split of `text` if there is one (possibly edited by a person), else a new one.
+
+    Content addressed by (kind, text, prompt hash, model): every later run reuses it, so element lists
+    stay frozen across runs. Failed splits are returned but not stored, so a later run can retry them.
+    """
+    prompt_hash = decomposer.prompt_hash(kind)
+    record_id = Decomposition.make_id(kind, text, prompt_hash, decomposer.model_id)
+    stored = await asyncio.to_thread(store.get_decomposition, record_id)
+    if stored is not None:
+        return stored
+    split = await decomposer.split(kind, text, question)
+    record = Decomposition(
+        id=record_id, kind=kind, source_text=text, items=split.items, query_type=split.query_type,
+        prompt_hash=prompt_hash, model_id=decomposer.model_id, status=split.status,
+        unscored_reason=split.unscored_reason,
+    )
+    if record.status is VerdictStatus.OK:
+        await store.aput(record)
+    return record

@@ -1,0 +1,77 @@
+"""The cache every LLM call goes through: content-addressed keys, opaque string values.
+
+The SQLite record store implements `LLMCache` (the two method names below); `MemoryCache` is the
+in-process one for tests and one-off scripts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
+
+# Bump when the key material or the stored value format changes, so old entries are not misread.
+CACHE_FORMAT_VERSION = 1
+
+
+@runtime_checkable
+class LLMCache(Protocol):
+    def cache_get(self, key: str) -> str | None: ...
+
+    def cache_put(self, key: str, value: str) -> None: ...
+
+
+class MemoryCache:
+    """A dict behind a lock; counts hits and puts so tests can see what happened."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.puts = 0
+
+    def cache_get(self, key: str) -> str | None:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self.hits += 1
+            return value
+
+    def cache_put(self, key: str, value: str) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self.puts += 1
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def _message_material(message: BaseMessage) -> dict[str, Any]:
+    return {"role": message.type, "content": message.content}
+
+
+def cache_key(
+    *,
+    model_id: str,
+    params: Mapping[str, Any],
+    messages: Sequence[BaseMessage],
+    schema: type[BaseModel],
+    method: str,
+) -> str:
+    """sha256 hex of everything that decides a model's answer. Never an API key."""
+    material = {
+        "version": CACHE_FORMAT_VERSION,
+        "model_id": model_id,
+        "params": dict(params),
+        "messages": [_message_material(m) for m in messages],
+        "schema": schema.model_json_schema(),
+        "method": method,
+    }
+    blob = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()

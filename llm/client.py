@@ -1,0 +1,390 @@
+"""The one place every LLM call goes through: structured output, cache, retries, limits, usage.
+
+`LLMClient.structured_call(messages, schema)` asks the model for one instance of a pydantic schema
+and always returns a `StructuredResult`, never raising for model or transport problems:
+
+- OK with the validated value; or UNSCORED with a reason: PARSE_FAILURE (the output did not validate,
+  even after one repair call that showed the model its validation error), REFUSAL, TIMEOUT (retries
+  used up on timeouts), ERROR (any other transport or API failure, with the detail).
+- The raw text of the model's output is always kept: tool-call arguments (re-serialised from the
+  parsed arguments when they were valid JSON, verbatim when not) or message content.
+
+Caching is per model call: the key covers model id, params, the conversation sent (role + content),
+the output schema and the method. Every completed response is cached (valid, invalid, refused or cut
+off: at temperature 0 they are what the model says), errors never are. So a re-run repeats no HTTP
+call that already completed, including the first call of an interrupted repair.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ragcourt.llm.cache import LLMCache, cache_key
+from ragcourt.llm.limits import EndpointLimiter
+from ragcourt.llm.retry import RetryPolicy, call_with_retries, is_timeout
+from ragcourt.llm.spec import StructuredMethod
+from ragcourt.llm.usage import UsageMeter
+from ragcourt.schema import TokenUsage, UnscoredReason, VerdictStatus
+
+T = TypeVar("T", bound=BaseModel)
+
+JSON_MODE_INSTRUCTION = "Reply with one JSON object, and nothing else, that conforms to this JSON schema:"
+
+
+class TokenLogprob(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    token: str
+    logprob: float
+    top: list[tuple[str, float]] = []
+
+
+class StructuredResult(BaseModel, Generic[T]):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value: T | None
+    status: VerdictStatus
+    reason: UnscoredReason | None = None
+    detail: str | None = None
+    raw_text: str | None = None
+    usage: TokenUsage
+    latency_s: float
+    cached: bool
+    model_id: str
+    logprobs: list[TokenLogprob] | None = None
+    attempts: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status is VerdictStatus.OK
+
+
+class ModelReply(BaseModel):
+    """One completed model response, reduced to what a result needs; also the cached value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    raw_text: str
+    refusal: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    logprobs: list[TokenLogprob] | None = None
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    """One model call as the client saw it: a reply (from HTTP or the cache) or the error."""
+
+    reply: ModelReply | None
+    error: BaseException | None = None
+    cached: bool = False
+    attempts: int = 0
+
+
+def output_schema_name(schema: type[BaseModel]) -> str:
+    """The name the model sees for the schema: the tool name, or the json_schema name."""
+    return str(convert_to_openai_tool(schema)["function"]["name"])
+
+
+def _text_of(content: str | list[Any]) -> str:
+    if isinstance(content, str):
+        return content
+    parts = [
+        block if isinstance(block, str) else str(block.get("text", ""))
+        for block in content
+        if isinstance(block, str) or block.get("type") in ("text", "output_text")
+    ]
+    return "".join(parts)
+
+
+def _refusal_of(message: BaseMessage) -> str | None:
+    refusal = message.additional_kwargs.get("refusal")
+    if refusal:
+        return str(refusal)
+    if isinstance(message.content, list):
+        for block in message.content:
+            if isinstance(block, dict) and block.get("type") == "refusal" and block.get("refusal"):
+                return str(block["refusal"])
+    return None
+
+
+def _raw_output(message: BaseMessage) -> str:
+    if isinstance(message, AIMessage):
+        if message.tool_calls:
+            return json.dumps(message.tool_calls[0]["args"], ensure_ascii=False)
+        if message.invalid_tool_calls:
+            return message.invalid_tool_calls[0].get("args") or ""
+    return _text_of(message.content)
+
+
+def _token_logprobs(payload: Any) -> list[TokenLogprob] | None:
+    if not isinstance(payload, dict) or not payload.get("content"):
+        return None
+    return [
+        TokenLogprob(
+            token=entry["token"],
+            logprob=entry["logprob"],
+            top=[(alt["token"], alt["logprob"]) for alt in entry.get("top_logprobs") or []],
+        )
+        for entry in payload["content"]
+    ]
+
+
+def _reply_from_message(message: BaseMessage) -> ModelReply:
+    finish_reason = message.response_metadata.get("finish_reason")
+    raw_text = _raw_output(message)
+    refusal = _refusal_of(message)
+    if refusal is None and finish_reason == "content_filter" and not raw_text.strip():
+        refusal = "no output: the provider's content filter stopped it (finish_reason=content_filter)"
+    usage = getattr(message, "usage_metadata", None) or {}
+    return ModelReply(
+        raw_text=raw_text,
+        refusal=refusal,
+        finish_reason=finish_reason,
+        prompt_tokens=usage.get("input_tokens", 0),
+        completion_tokens=usage.get("output_tokens", 0),
+        logprobs=_token_logprobs(message.response_metadata.get("logprobs")),
+    )
+
+
+def _reply_from_completion(completion: Any, *, refusal: str | None = None) -> ModelReply:
+    """A reply from the openai SDK's completion object, for the cases where its structured-output
+    parser raised instead of returning (finish_reason 'length' or 'content_filter')."""
+    choice = completion.choices[0] if completion is not None and completion.choices else None
+    message = choice.message if choice is not None else None
+    usage = completion.usage if completion is not None else None
+    logprobs = choice.logprobs.model_dump() if choice is not None and choice.logprobs else None
+    return ModelReply(
+        raw_text=(message.content or "") if message is not None else "",
+        refusal=refusal or (message.refusal if message is not None else None),
+        finish_reason=choice.finish_reason if choice is not None else None,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        logprobs=_token_logprobs(logprobs),
+    )
+
+
+def _strip_code_fence(text: str) -> str:
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```") and len(stripped) > 6:
+        first_newline = stripped.find("\n")
+        return stripped[first_newline + 1 : -3] if first_newline != -1 else stripped[3:-3]
+    return stripped
+
+
+def _describe(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in issue['loc']) or '<root>'}: {issue['msg']}"
+        for issue in error.errors(include_url=False)
+    )
+
+
+def _validate(reply: ModelReply, schema: type[T]) -> tuple[T | None, str | None]:
+    """The validated value, or None and what was wrong, in words the model can act on."""
+    if not reply.raw_text.strip():
+        problem = "the output was empty"
+    else:
+        try:
+            return schema.model_validate_json(_strip_code_fence(reply.raw_text)), None
+        except ValidationError as error:
+            problem = _describe(error)
+    if reply.finish_reason == "length":
+        problem = f"the output was cut off at the token limit (finish_reason=length): {problem}"
+    return None, problem
+
+
+def _repair_request(problem: str) -> HumanMessage:
+    return HumanMessage(
+        content=(
+            "Your previous output could not be used: it does not match the required schema.\n"
+            f"Validation errors: {problem}\n"
+            "Reply again with the corrected output only: exactly one JSON object that conforms "
+            "to the schema, with no other text."
+        )
+    )
+
+
+def _with_json_mode_instruction(messages: list[BaseMessage], schema: type[BaseModel]) -> list[BaseMessage]:
+    instruction = f"{JSON_MODE_INSTRUCTION}\n{json.dumps(schema.model_json_schema(), ensure_ascii=False)}"
+    if messages and isinstance(messages[0], SystemMessage) and isinstance(messages[0].content, str):
+        # Merge rather than add a second system message: some local chat templates allow only one.
+        return [SystemMessage(content=f"{messages[0].content}\n\n{instruction}"), *messages[1:]]
+    return [SystemMessage(content=instruction), *messages]
+
+
+class LLMClient:
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        model_id: str,
+        role: str = "judge",
+        method: StructuredMethod = StructuredMethod.FUNCTION_CALLING,
+        cache: LLMCache | None = None,
+        limiter: EndpointLimiter | None = None,
+        usage: UsageMeter | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        params: dict[str, Any] | None = None,
+    ):
+        if method is StructuredMethod.AUTO:
+            raise ValueError("LLMClient needs a concrete method: resolve AUTO with ModelSpec.resolved_method")
+        self.model = model
+        self.model_id = model_id
+        self.role = role
+        self.method = method
+        self.params = dict(params or {})
+        self._cache = cache
+        self._limiter = limiter
+        self._usage = usage
+        self._retry = retry
+
+    def cache_key(self, messages: Sequence[BaseMessage], schema: type[BaseModel]) -> str:
+        return cache_key(
+            model_id=self.model_id, params=self.params, messages=messages, schema=schema, method=self.method
+        )
+
+    async def structured_call(self, messages: Sequence[BaseMessage], schema: type[T]) -> StructuredResult[T]:
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError(f"schema must be a pydantic model class, got {schema!r}")
+        started = time.perf_counter()
+        conversation = list(messages)
+        exchanges = [await self._exchange(conversation, schema)]
+        reply = exchanges[-1].reply
+        if reply is None or reply.refusal is not None:
+            return self._finish(schema, exchanges, started, value=None, problem=None)
+        value, problem = _validate(reply, schema)
+        if value is None:
+            assert problem is not None
+            repair = [*conversation, AIMessage(content=reply.raw_text), _repair_request(problem)]
+            exchanges.append(await self._exchange(repair, schema))
+            reply = exchanges[-1].reply
+            if reply is not None and reply.refusal is None:
+                value, problem = _validate(reply, schema)
+        return self._finish(schema, exchanges, started, value=value, problem=problem)
+
+    # ------------------------------------------------------------------ one model call
+
+    async def _exchange(self, conversation: list[BaseMessage], schema: type[BaseModel]) -> _Exchange:
+        key = self.cache_key(conversation, schema)
+        if self._cache is not None:
+            stored = self._cache.cache_get(key)
+            if stored is not None:
+                try:
+                    return _Exchange(reply=ModelReply.model_validate_json(stored), cached=True)
+                except ValidationError:
+                    pass  # an entry from another format: call again, the put below replaces it
+        attempted = await call_with_retries(self._retry, lambda: self._send(conversation, schema))
+        if attempted.value is None:
+            return _Exchange(reply=None, error=attempted.error, attempts=attempted.attempts)
+        if self._cache is not None:
+            self._cache.cache_put(key, attempted.value.model_dump_json())
+        return _Exchange(reply=attempted.value, attempts=attempted.attempts)
+
+    def _bound_model(self, schema: type[BaseModel]) -> Runnable[Any, BaseMessage]:
+        name = output_schema_name(schema)
+        runnable: Runnable[Any, BaseMessage]
+        if self.method is StructuredMethod.FUNCTION_CALLING:
+            runnable = self.model.bind_tools([convert_to_openai_tool(schema)], tool_choice=name)
+        elif self.method is StructuredMethod.JSON_SCHEMA:
+            runnable = self.model.bind(
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": name, "schema": schema.model_json_schema(), "strict": False},
+                }
+            )
+        else:
+            runnable = self.model.bind(response_format={"type": "json_object"})
+        if self.params.get("logprobs"):
+            top = self.params.get("top_logprobs")
+            runnable = runnable.bind(logprobs=True, **({"top_logprobs": top} if top else {}))
+        return runnable
+
+    async def _send(self, conversation: list[BaseMessage], schema: type[BaseModel]) -> ModelReply:
+        sent = (
+            _with_json_mode_instruction(conversation, schema)
+            if self.method is StructuredMethod.JSON_MODE
+            else conversation
+        )
+        runnable = self._bound_model(schema)
+        async with self._limiter if self._limiter is not None else contextlib.nullcontext():
+            try:
+                message = await runnable.ainvoke(sent)
+            # The openai SDK's structured-output parser (used by ChatOpenAI whenever response_format
+            # is set) raises on these finish reasons; they are completed responses all the same.
+            except openai.LengthFinishReasonError as cut_off:
+                return _reply_from_completion(cut_off.completion)
+            except openai.ContentFilterFinishReasonError as filtered:
+                return _reply_from_completion(
+                    filtered.completion,
+                    refusal="no output: the provider's content filter stopped it (finish_reason=content_filter)",
+                )
+        return _reply_from_message(message)
+
+    # ------------------------------------------------------------------ the result
+
+    def _finish(
+        self,
+        schema: type[T],
+        exchanges: list[_Exchange],
+        started: float,
+        *,
+        value: T | None,
+        problem: str | None,
+    ) -> StructuredResult[T]:
+        usage = TokenUsage()
+        for exchange in exchanges:
+            if exchange.reply is None:
+                continue
+            if exchange.cached:
+                usage += TokenUsage(cached_calls=1)
+            else:
+                usage += TokenUsage(
+                    prompt_tokens=exchange.reply.prompt_tokens,
+                    completion_tokens=exchange.reply.completion_tokens,
+                    calls=1,
+                )
+        if self._usage is not None:
+            self._usage.record(self.model_id, self.role, usage)
+
+        last = exchanges[-1]
+        reply = last.reply
+        status, reason, detail = VerdictStatus.OK, None, None
+        if reply is None:
+            assert last.error is not None
+            status = VerdictStatus.UNSCORED
+            reason = UnscoredReason.TIMEOUT if is_timeout(last.error) else UnscoredReason.ERROR
+            detail = f"{type(last.error).__name__}: {last.error} (after {last.attempts} attempt(s))"
+        elif reply.refusal is not None:
+            status, reason, detail = VerdictStatus.UNSCORED, UnscoredReason.REFUSAL, reply.refusal
+        elif value is None:
+            status, reason, detail = VerdictStatus.UNSCORED, UnscoredReason.PARSE_FAILURE, problem
+
+        raw_text = next((e.reply.raw_text for e in reversed(exchanges) if e.reply is not None), None)
+        if reply is not None and reply.refusal is not None and not raw_text:
+            raw_text = reply.refusal
+        return StructuredResult[schema](  # type: ignore[valid-type]
+            value=value,
+            status=status,
+            reason=reason,
+            detail=detail,
+            raw_text=raw_text,
+            usage=usage,
+            latency_s=time.perf_counter() - started,
+            cached=all(e.cached for e in exchanges),
+            model_id=self.model_id,
+            logprobs=reply.logprobs if reply is not None else None,
+            attempts=sum(e.attempts for e in exchanges),
+        )

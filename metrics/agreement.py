@@ -1,0 +1,237 @@
+"""Agreement between raters and between metrics and people.
+
+Accuracy and Cohen's kappa (judge vs judge, judge vs person: seeds 001, 003), Fleiss' kappa
+(several raters: seed 002 Table 2), Pearson and Spearman correlation (metric vs human scores:
+seeds 000, 002), confusion matrices, and percentile bootstrap confidence intervals.
+
+Pairs where either side is None (an unscored verdict) are left out and counted in `n_unscored`.
+Undefined statistics (no pairs, a constant input, chance agreement of 1) are n/a with a reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+from ragcourt.metrics.values import MetricName, not_available
+from ragcourt.schema import MetricValue
+
+L = TypeVar("L", bound=Hashable)
+T = TypeVar("T")
+
+
+def _pairs(a: Sequence[L | None], b: Sequence[L | None]) -> tuple[list[tuple[L, L]], int]:
+    if len(a) != len(b):
+        raise ValueError(f"the two sequences differ in length: {len(a)} vs {len(b)}")
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    return pairs, len(a) - len(pairs)
+
+
+def accuracy(a: Sequence[L | None], b: Sequence[L | None]) -> MetricValue:
+    """Share of items on which a and b give the same label. n/a when no item has both labels."""
+    name = MetricName.ACCURACY.value
+    pairs, skipped = _pairs(a, b)
+    if not pairs:
+        return not_available(name, "no item has both labels", n_unscored=skipped)
+    return MetricValue(
+        name=name, value=sum(x == y for x, y in pairs) / len(pairs), n=len(pairs), n_unscored=skipped
+    )
+
+
+def cohens_kappa(a: Sequence[L | None], b: Sequence[L | None]) -> MetricValue:
+    """Cohen's kappa (p_o - p_e) / (1 - p_e), unweighted, as `sklearn.metrics.cohen_kappa_score`.
+
+    p_e from the two raters' own marginals. n/a when no item has both labels, or when p_e = 1
+    (both raters always give the same single label: agreement is certain by chance, kappa 0/0).
+    """
+    name = MetricName.COHENS_KAPPA.value
+    pairs, skipped = _pairs(a, b)
+    if not pairs:
+        return not_available(name, "no item has both labels", n_unscored=skipped)
+    n = len(pairs)
+    observed = sum(x == y for x, y in pairs) / n
+    labels = {x for x, _ in pairs} | {y for _, y in pairs}
+    expected = sum(
+        (sum(x == label for x, _ in pairs) / n) * (sum(y == label for _, y in pairs) / n) for label in labels
+    )
+    if math.isclose(expected, 1.0):
+        return not_available(
+            name, "chance agreement is 1: both raters used one and the same label", n=n, n_unscored=skipped
+        )
+    return MetricValue(name=name, value=(observed - expected) / (1 - expected), n=n, n_unscored=skipped)
+
+
+def category_counts(ratings: Sequence[Sequence[L | None]], labels: Sequence[L]) -> list[list[int]]:
+    """Items x raters labels -> items x categories counts (the input of `fleiss_kappa`); None is skipped."""
+    index = {label: position for position, label in enumerate(labels)}
+    table = []
+    for item in ratings:
+        row = [0] * len(labels)
+        for rating in item:
+            if rating is None:
+                continue
+            if rating not in index:
+                raise ValueError(f"label {rating!r} is not among {list(labels)}")
+            row[index[rating]] += 1
+        table.append(row)
+    return table
+
+
+def fleiss_kappa(table: Sequence[Sequence[int]]) -> MetricValue:
+    """Fleiss' kappa of an items x categories table of counts (each row sums to the raters per item).
+
+    As `statsmodels.stats.inter_rater.fleiss_kappa(table, method="fleiss")`:
+    P_i = (sum_j n_ij^2 - m) / (m (m - 1)), P_bar = mean P_i, p_j = sum_i n_ij / (N m),
+    P_e = sum_j p_j^2, kappa = (P_bar - P_e) / (1 - P_e).
+    Every item needs the same number m >= 2 of ratings (ValueError otherwise; drop or complete
+    items with unscored raters first). n/a: no items; P_e = 1 (everyone used one category).
+    """
+    name = MetricName.FLEISS_KAPPA.value
+    if not table:
+        return not_available(name, "no items")
+    counts = np.asarray(table, dtype=float)
+    raters = counts.sum(axis=1)
+    if np.any(counts < 0) or not np.all(raters == raters[0]):
+        raise ValueError("every item needs the same number of non-negative ratings")
+    m = raters[0]
+    if m < 2:
+        raise ValueError("Fleiss' kappa needs at least two ratings per item")
+    n_items = counts.shape[0]
+    per_item = ((counts**2).sum(axis=1) - m) / (m * (m - 1))
+    p_bar = per_item.mean()
+    p_e = float(((counts.sum(axis=0) / (n_items * m)) ** 2).sum())
+    if math.isclose(p_e, 1.0):
+        return not_available(name, "chance agreement is 1: every rating is in one category", n=n_items)
+    return MetricValue(name=name, value=float((p_bar - p_e) / (1 - p_e)), n=n_items)
+
+
+def _numeric_pairs(
+    x: Sequence[float | None], y: Sequence[float | None]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    pairs, skipped = _pairs(x, y)
+    values = np.asarray(pairs, dtype=float).reshape(-1, 2)
+    return values[:, 0], values[:, 1], skipped
+
+
+def _correlation(name: str, x: np.ndarray, y: np.ndarray, skipped: int) -> MetricValue:
+    n = len(x)
+    if n < 2:
+        return not_available(name, "fewer than two pairs", n=n, n_unscored=skipped)
+    dx, dy = x - x.mean(), y - y.mean()
+    sx, sy = math.sqrt(float(dx @ dx)), math.sqrt(float(dy @ dy))
+    if sx == 0 or sy == 0:
+        return not_available(
+            name, "an input is constant: the correlation is undefined", n=n, n_unscored=skipped
+        )
+    value = float(dx @ dy) / (sx * sy)
+    return MetricValue(name=name, value=max(-1.0, min(1.0, value)), n=n, n_unscored=skipped)
+
+
+def pearson(x: Sequence[float | None], y: Sequence[float | None]) -> MetricValue:
+    """Pearson's r over pairs with both values. n/a: fewer than two pairs; a constant side."""
+    a, b, skipped = _numeric_pairs(x, y)
+    return _correlation(MetricName.PEARSON.value, a, b, skipped)
+
+
+def average_ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing the average of the ranks they span (as scipy.stats.rankdata)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def spearman(x: Sequence[float | None], y: Sequence[float | None]) -> MetricValue:
+    """Spearman's rho: Pearson's r of the average ranks. n/a: fewer than two pairs; a constant side."""
+    a, b, skipped = _numeric_pairs(x, y)
+    ranks_a = np.asarray(average_ranks(a.tolist()))
+    ranks_b = np.asarray(average_ranks(b.tolist()))
+    return _correlation(MetricName.SPEARMAN.value, ranks_a, ranks_b, skipped)
+
+
+def confusion_matrix(
+    a: Sequence[L | None], b: Sequence[L | None], labels: Sequence[L]
+) -> tuple[tuple[int, ...], ...]:
+    """Counts with rows = labels of a, columns = labels of b, in `labels` order; None pairs skipped.
+
+    A label outside `labels` is a ValueError (it would otherwise vanish silently).
+    """
+    index = {label: position for position, label in enumerate(labels)}
+    pairs, _ = _pairs(a, b)
+    matrix = [[0] * len(labels) for _ in labels]
+    for x, y in pairs:
+        if x not in index or y not in index:
+            raise ValueError(f"label pair {(x, y)!r} is not within {list(labels)}")
+        matrix[index[x]][index[y]] += 1
+    return tuple(tuple(row) for row in matrix)
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A percentile bootstrap interval. low/high None (with na_reason) when it cannot be formed.
+
+    n_resamples: resamples whose statistic was defined; n_undefined: resamples where it was None.
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    alpha: float
+    n_resamples: int
+    n_undefined: int
+    na_reason: str | None = None
+
+
+def bootstrap_ci(
+    statistic: Callable[[Sequence[T]], float | None],
+    data: Sequence[T],
+    *,
+    seed: int,
+    n_resamples: int = 1000,
+    alpha: float = 0.05,
+) -> ConfidenceInterval:
+    """Percentile bootstrap: resample `data` with replacement, take the alpha/2 and 1 - alpha/2
+    quantiles (numpy's linear interpolation) of the statistic.
+
+    `statistic` maps a resample (a list of items, e.g. (a, b) pairs for kappa) to a float, or None
+    when undefined on it; such resamples are dropped and counted in n_undefined. Deterministic for a
+    given seed. n/a interval when data is empty or no resample gives a defined statistic.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if n_resamples <= 0:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    items = list(data)
+    if not items:
+        return ConfidenceInterval(None, None, None, alpha, 0, 0, na_reason="no data")
+    estimate = statistic(items)
+    rng = np.random.default_rng(seed)
+    values: list[float] = []
+    for _ in range(n_resamples):
+        indices = rng.integers(0, len(items), size=len(items))
+        value = statistic([items[i] for i in indices])
+        if value is not None:
+            values.append(value)
+    undefined = n_resamples - len(values)
+    if not values:
+        return ConfidenceInterval(
+            estimate,
+            None,
+            None,
+            alpha,
+            0,
+            undefined,
+            na_reason="the statistic is undefined on every resample",
+        )
+    low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+    return ConfidenceInterval(estimate, float(low), float(high), alpha, len(values), undefined)

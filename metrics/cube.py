@@ -1,0 +1,438 @@
+"""CuBE aggregation (seed 000, sections 4.3-5.5): bounded, weighted, retrieval-scaled scores.
+
+Per judge, per answer set (closed book = zero-score set, the RAG system, oracle = full-score set) and per
+dimension, the 0-10 scores of the samples are reduced to a trimmed mean. Dimension weights are the absolute
+Pearson correlations between the RAG system's dimension scores and the retrieval rank score, normalized to
+sum 1 (or weights the user gives). The weighted total of each answer set is then placed between the two
+bounds, ``(RAG - closed_book) / (oracle - closed_book)``, and multiplied by R@k, the share of samples whose
+gold document was retrieved.
+
+Where DESIGN.md and seed 000 could be read two ways, the seed (and the numbers of its Tables 2-4) decides:
+
+* The weights are applied to the trimmed means *first* and the weighted total is normalized *afterwards*
+  ("Wgt. Score" of Table 4). Weighting the normalized dimension scores instead gives 75.90 for Qwen2.5-32B
+  where the seed prints 81.20; normalizing the weighted totals gives 81.20.
+* The weighted totals are recomputed from the dimension means and the (normalized) weights. Table 4
+  follows those recomputed totals: for GPT-4.1-nano the oracle and RAG totals printed in Table 2 would give
+  a Wgt. Score of 77.00, the recomputed ones give the printed 76.42.
+* The spread across judges is the sample standard deviation (ddof=1): it reproduces the seed's
+  "Mean +- SD" row, the population sd does not (e.g. relevance 4.50 vs 3.90).
+* The seed does not state the trimming proportion of its trimmed mean; the default here is 10 % cut
+  from each end, with exactly ``scipy.stats.trim_mean`` semantics (documented choice, not the seed's).
+* Rank score (5.3): with TOP-N = 8 the seed maps a retrieved rank r to ``10 - r`` (= top_n + 2 - r), adds one
+  point when the gold document was the only document retrieved, and gives 0 when it was not retrieved.
+
+All scores are fractions (the normalized scores lie in [0, 1] when the RAG set falls between its bounds);
+the seed prints them x100. Nothing is clipped: a RAG score outside its bounds is reported as it is.
+Undefined results are ``MetricValue(value=None, na_reason=...)``, never NaN or 0.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+from ragcourt.schema import ConditionKind, MetricValue
+
+DEFAULT_TRIM_PROPORTION = 0.1
+
+
+class AnswerSet(StrEnum):
+    """The three answer sets CuBE scores with the same judges and rubrics."""
+
+    CLOSED_BOOK = "closed_book"  # zero-score set: the model answers without any retrieved material
+    RAG = "rag"  # the system under test
+    ORACLE = "oracle"  # full-score set: the model answers from the single gold document
+
+    @classmethod
+    def from_condition(cls, kind: ConditionKind) -> AnswerSet:
+        by_condition = {
+            ConditionKind.CLOSED_BOOK: cls.CLOSED_BOOK,
+            ConditionKind.NORMAL: cls.RAG,
+            ConditionKind.ORACLE: cls.ORACLE,
+        }
+        if kind not in by_condition:
+            raise ValueError(f"condition {kind} is not a CuBE answer set")
+        return by_condition[kind]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _na(name: str, reason: str, n: int = 0, n_unscored: int = 0) -> MetricValue:
+    return MetricValue(name=name, value=None, na_reason=reason, n=n, n_unscored=n_unscored)
+
+
+# --------------------------------------------------------------------------- per-dimension aggregation
+
+
+def trimmed_mean(
+    values: Sequence[float | None], proportion: float = DEFAULT_TRIM_PROPORTION, name: str = "trimmed_mean"
+) -> MetricValue:
+    """Mean after cutting ``int(proportion * n)`` of the sorted scored values from each end.
+
+    Same semantics as ``scipy.stats.trim_mean``. None entries are unscored samples: they are excluded
+    and counted in ``n_unscored``; ``n`` is the number of scored values.
+    """
+    if not 0.0 <= proportion < 0.5:
+        raise ValueError(f"trim proportion must be in [0, 0.5), got {proportion}")
+    scored = sorted(float(v) for v in values if v is not None)
+    n_unscored = len(values) - len(scored)
+    if not scored:
+        return _na(name, "no scored values", n=0, n_unscored=n_unscored)
+    cut = int(proportion * len(scored))
+    kept = scored[cut : len(scored) - cut]
+    return MetricValue(name=name, value=math.fsum(kept) / len(kept), n=len(scored), n_unscored=n_unscored)
+
+
+def rank_score(rank: int | None, top_n: int, only_gold_retrieved: bool = False) -> int:
+    """Seed 000, 5.3: ``top_n + 2 - rank`` for a retrieved gold document (1-based rank), +1 when the gold
+    document was the only document retrieved, 0 when it was not retrieved (rank 0 or None)."""
+    if top_n < 1:
+        raise ValueError(f"top_n must be >= 1, got {top_n}")
+    if rank is None or rank == 0:
+        if only_gold_retrieved:
+            raise ValueError("the gold document cannot be the only retrieved document and not retrieved")
+        return 0
+    if not 1 <= rank <= top_n:
+        raise ValueError(f"rank must be 0 (not retrieved) or in 1..{top_n}, got {rank}")
+    if only_gold_retrieved and rank != 1:
+        raise ValueError(f"the only retrieved document has rank 1, got {rank}")
+    return top_n + 2 - rank + (1 if only_gold_retrieved else 0)
+
+
+def is_retrieved(rank: int | None) -> bool:
+    return rank is not None and rank != 0
+
+
+def recall_at_k(ranks: Sequence[int | None]) -> MetricValue:
+    """Share of samples whose gold document was retrieved (rank 1..k; 0 or None = not retrieved)."""
+    if not ranks:
+        return _na("r_at_k", "no samples")
+    hits = sum(1 for r in ranks if is_retrieved(r))
+    return MetricValue(name="r_at_k", value=hits / len(ranks), n=len(ranks))
+
+
+def pearson(x: Sequence[float | None], y: Sequence[float | None], name: str = "pearson") -> MetricValue:
+    """Pearson r over the pairs where both values are present; n/a for < 2 pairs or a constant side."""
+    if len(x) != len(y):
+        raise ValueError(f"pearson needs aligned sequences, got {len(x)} and {len(y)}")
+    pairs = [(float(a), float(b)) for a, b in zip(x, y, strict=True) if a is not None and b is not None]
+    n_unscored = len(x) - len(pairs)
+    if len(pairs) < 2:
+        return _na(name, f"{len(pairs)} complete pairs; need at least 2", n=len(pairs), n_unscored=n_unscored)
+    mean_x = math.fsum(a for a, _ in pairs) / len(pairs)
+    mean_y = math.fsum(b for _, b in pairs) / len(pairs)
+    sxy = math.fsum((a - mean_x) * (b - mean_y) for a, b in pairs)
+    sxx = math.fsum((a - mean_x) ** 2 for a, _ in pairs)
+    syy = math.fsum((b - mean_y) ** 2 for _, b in pairs)
+    if sxx == 0.0 or syy == 0.0:
+        side = "first" if sxx == 0.0 else "second"
+        return _na(name, f"{side} variable is constant", n=len(pairs), n_unscored=n_unscored)
+    r = sxy / math.sqrt(sxx * syy)
+    return MetricValue(name=name, value=max(-1.0, min(1.0, r)), n=len(pairs), n_unscored=n_unscored)
+
+
+# --------------------------------------------------------------------------- weights
+
+
+class DimensionWeights(_Frozen):
+    """Weights per dimension summing to 1, or n/a with a reason.
+
+    ``correlations`` holds the Pearson r with the rank score per dimension for automatic weights
+    (a dimension whose correlation is undefined gets weight 0; its MetricValue says why).
+    """
+
+    weights: dict[str, float] | None
+    na_reason: str | None = None
+    correlations: dict[str, MetricValue] = {}
+
+
+def auto_weights(
+    dimension_scores: Mapping[str, Sequence[float | None]], rank_scores: Sequence[float | None]
+) -> DimensionWeights:
+    """|Pearson(dimension score, rank score)| per dimension, normalized to sum 1 (seed 000, 5.3 and Table 3).
+
+    ``dimension_scores`` are the per-sample scores of the RAG answer set, aligned with ``rank_scores``.
+    """
+    correlations = {
+        dim: pearson(scores, rank_scores, name=f"pearson_{dim}_rank")
+        for dim, scores in dimension_scores.items()
+    }
+    magnitudes = {dim: abs(c.value) if c.value is not None else 0.0 for dim, c in correlations.items()}
+    total = math.fsum(magnitudes.values())
+    if total == 0.0:
+        reasons = "; ".join(f"{d}: {c.na_reason or 'r = 0'}" for d, c in correlations.items())
+        return DimensionWeights(
+            weights=None,
+            na_reason=f"no dimension correlates with the rank score ({reasons or 'no dimensions'})",
+            correlations=correlations,
+        )
+    return DimensionWeights(
+        weights={dim: m / total for dim, m in magnitudes.items()}, correlations=correlations
+    )
+
+
+def user_weights(weights: Mapping[str, float]) -> DimensionWeights:
+    """Weights given by the user, normalized to sum 1."""
+    negative = [d for d, w in weights.items() if w < 0 or not math.isfinite(w)]
+    if negative:
+        raise ValueError(f"weights must be finite and >= 0: {negative}")
+    total = math.fsum(weights.values())
+    if total == 0.0:
+        return DimensionWeights(weights=None, na_reason="user weights sum to 0")
+    return DimensionWeights(weights={d: w / total for d, w in weights.items()})
+
+
+# --------------------------------------------------------------------------- totals and bounds
+
+
+def weighted_total(
+    dimension_means: Mapping[str, float | None], weights: Mapping[str, float], name: str = "weighted_total"
+) -> MetricValue:
+    """Sum over dimensions of weight x mean; n/a when a dimension with a positive weight has no mean."""
+    if set(dimension_means) != set(weights):
+        raise ValueError(f"dimensions {sorted(dimension_means)} do not match weights {sorted(weights)}")
+    missing = [d for d, w in weights.items() if w > 0 and dimension_means[d] is None]
+    if missing:
+        return _na(name, f"no mean for weighted dimension(s) {sorted(missing)}")
+    value = math.fsum(w * float(dimension_means[d]) for d, w in weights.items() if w > 0)  # type: ignore[arg-type]
+    return MetricValue(name=name, value=value, n=len(weights))
+
+
+def normalized(
+    rag: float | None, closed_book: float | None, oracle: float | None, name: str = "normalized"
+) -> MetricValue:
+    """Seed 000, eq. (1): ``(RAG - closed_book) / (oracle - closed_book)``.
+
+    n/a when a score is missing or the bounds are degenerate (oracle <= closed book: the judge does not
+    score the gold-document answers above the no-retrieval answers, so there is no scale to place RAG on).
+    """
+    if rag is None or closed_book is None or oracle is None:
+        missing = [
+            s for s, v in (("rag", rag), ("closed_book", closed_book), ("oracle", oracle)) if v is None
+        ]
+        return _na(name, f"missing score(s): {missing}")
+    if oracle <= closed_book:
+        return _na(name, f"degenerate bounds: oracle {oracle:.4g} <= closed book {closed_book:.4g}")
+    return MetricValue(name=name, value=(rag - closed_book) / (oracle - closed_book), n=1)
+
+
+def cube_score(normalized_weighted: MetricValue, r_at_k: MetricValue) -> MetricValue:
+    """CuBE score = normalized weighted total x R@k."""
+    if normalized_weighted.value is None:
+        return _na("cube_score", f"weighted score n/a: {normalized_weighted.na_reason}")
+    if r_at_k.value is None:
+        return _na("cube_score", f"R@k n/a: {r_at_k.na_reason}")
+    return MetricValue(name="cube_score", value=normalized_weighted.value * r_at_k.value, n=r_at_k.n)
+
+
+# --------------------------------------------------------------------------- report across judges
+
+
+class Spread(_Frozen):
+    """Mean and sample standard deviation (ddof=1) across judges; sd n/a below two values."""
+
+    mean: float | None
+    sd: float | None
+    n: int
+    na_reason: str | None = None
+
+
+def spread(values: Sequence[float | None]) -> Spread:
+    present = [v for v in values if v is not None]
+    if not present:
+        return Spread(mean=None, sd=None, n=0, na_reason="no defined values")
+    mean = math.fsum(present) / len(present)
+    if len(present) < 2:
+        return Spread(mean=mean, sd=None, n=1, na_reason="sd needs at least 2 values")
+    reason = None if len(present) == len(values) else f"{len(values) - len(present)} value(s) n/a"
+    return Spread(mean=mean, sd=statistics.stdev(present), n=len(present), na_reason=reason)
+
+
+class JudgeCube(_Frozen):
+    """One judge's row of Table 4 with everything it was computed from."""
+
+    judge: str
+    dimension_means: dict[AnswerSet, dict[str, MetricValue]]
+    weights: DimensionWeights
+    weighted_totals: dict[AnswerSet, MetricValue]
+    normalized_dimensions: dict[str, MetricValue]
+    weighted_score: MetricValue  # normalized weighted total ("Wgt. Score")
+    cube_score: MetricValue
+
+
+class CubeReport(_Frozen):
+    judges: tuple[JudgeCube, ...]
+    r_at_k: MetricValue
+    dimension_spread: dict[str, Spread]
+    weighted_score_spread: Spread
+    cube_score_spread: Spread
+
+
+ScoresPerSet = Mapping[AnswerSet, Mapping[str, Sequence[float | None] | float]]
+
+
+def _dimension_mean(scores: Sequence[float | None] | float, dim: str, proportion: float) -> MetricValue:
+    if isinstance(scores, int | float):
+        return MetricValue(name=f"mean_{dim}", value=float(scores), n=1)
+    return trimmed_mean(scores, proportion, name=f"trimmed_mean_{dim}")
+
+
+def _judge_weights(
+    judge: str,
+    per_set: ScoresPerSet,
+    weights: Mapping[str, Mapping[str, float]] | None,
+    rank_scores: Sequence[float | None] | None,
+) -> DimensionWeights:
+    if weights is not None:
+        if judge not in weights:
+            raise ValueError(f"no weights for judge {judge}")
+        return user_weights(weights[judge])
+    rag = per_set[AnswerSet.RAG]
+    if rank_scores is None:
+        return DimensionWeights(weights=None, na_reason="neither weights nor rank scores given")
+    if any(isinstance(s, int | float) for s in rag.values()):
+        return DimensionWeights(
+            weights=None, na_reason="automatic weights need per-sample RAG scores, got aggregated means"
+        )
+    return auto_weights({d: s for d, s in rag.items() if not isinstance(s, int | float)}, rank_scores)
+
+
+def _judge_cube(
+    judge: str,
+    per_set: ScoresPerSet,
+    weights: DimensionWeights,
+    r_at_k: MetricValue,
+    proportion: float,
+) -> JudgeCube:
+    if set(per_set) != set(AnswerSet):
+        raise ValueError(f"judge {judge} needs scores for all answer sets, got {sorted(per_set)}")
+    dims = list(per_set[AnswerSet.RAG])
+    if any(set(per_set[aset]) != set(dims) for aset in AnswerSet):
+        raise ValueError(f"judge {judge} must score the same dimensions in every answer set")
+    means = {aset: {d: _dimension_mean(per_set[aset][d], d, proportion) for d in dims} for aset in AnswerSet}
+    normalized_dimensions = {
+        d: normalized(
+            means[AnswerSet.RAG][d].value,
+            means[AnswerSet.CLOSED_BOOK][d].value,
+            means[AnswerSet.ORACLE][d].value,
+            name=f"normalized_{d}",
+        )
+        for d in dims
+    }
+    if weights.weights is None:
+        reason = f"weights n/a: {weights.na_reason}"
+        totals = {aset: _na(f"weighted_total_{aset}", reason) for aset in AnswerSet}
+    else:
+        totals = {
+            aset: weighted_total(
+                {d: m.value for d, m in means[aset].items()}, weights.weights, name=f"weighted_total_{aset}"
+            )
+            for aset in AnswerSet
+        }
+    if weights.weights is None:
+        weighted_score = _na("weighted_score", f"weights n/a: {weights.na_reason}")
+    else:
+        weighted_score = normalized(
+            totals[AnswerSet.RAG].value,
+            totals[AnswerSet.CLOSED_BOOK].value,
+            totals[AnswerSet.ORACLE].value,
+            name="weighted_score",
+        )
+    return JudgeCube(
+        judge=judge,
+        dimension_means=means,
+        weights=weights,
+        weighted_totals=totals,
+        normalized_dimensions=normalized_dimensions,
+        weighted_score=weighted_score,
+        cube_score=cube_score(weighted_score, r_at_k),
+    )
+
+
+def cube_report(
+    scores_per_judge: Mapping[str, ScoresPerSet],
+    r_at_k: float | MetricValue,
+    weights: Mapping[str, Mapping[str, float]] | None = None,
+    rank_scores: Sequence[float | None] | None = None,
+    proportion: float = DEFAULT_TRIM_PROPORTION,
+) -> CubeReport:
+    """Table 4 of seed 000: per judge the normalized dimensions, Wgt. Score and CuBE score, and mean +- sd.
+
+    ``scores_per_judge``: judge -> answer set -> dimension -> per-sample scores (trimmed here) or an already
+    aggregated mean. ``weights``: judge -> dimension -> weight (normalized here); when None, weights come
+    from ``rank_scores`` (aligned with each judge's per-sample RAG scores) by ``auto_weights``.
+    """
+    if not scores_per_judge:
+        raise ValueError("cube_report needs at least one judge")
+    dims = {tuple(sorted(per_set[AnswerSet.RAG])) for per_set in scores_per_judge.values()}
+    if len(dims) != 1:
+        raise ValueError(f"all judges must score the same dimensions, got {sorted(dims)}")
+    r_value = r_at_k if isinstance(r_at_k, MetricValue) else MetricValue(name="r_at_k", value=float(r_at_k))
+    rows = tuple(
+        _judge_cube(judge, per_set, _judge_weights(judge, per_set, weights, rank_scores), r_value, proportion)
+        for judge, per_set in scores_per_judge.items()
+    )
+    return CubeReport(
+        judges=rows,
+        r_at_k=r_value,
+        dimension_spread={
+            d: spread([row.normalized_dimensions[d].value for row in rows]) for d in next(iter(dims))
+        },
+        weighted_score_spread=spread([row.weighted_score.value for row in rows]),
+        cube_score_spread=spread([row.cube_score.value for row in rows]),
+    )
+
+
+# --------------------------------------------------------------------------- retrieved-only analysis (5.3)
+
+
+class DimensionRetrievalSplit(_Frozen):
+    """One dimension: correlation with the rank score on all samples and on retrieved samples only,
+    and the mean and sd (sample, ddof=1) of the scores on retrieved samples."""
+
+    correlation_all: MetricValue
+    correlation_retrieved: MetricValue
+    mean_retrieved: float | None
+    sd_retrieved: float | None
+    n_retrieved: int
+
+
+def retrieved_only_analysis(
+    dimension_scores: Mapping[str, Sequence[float | None]],
+    ranks: Sequence[int | None],
+    top_n: int,
+    only_gold_retrieved: Sequence[bool] | None = None,
+) -> dict[str, DimensionRetrievalSplit]:
+    """Seed 000, 5.3: does rank matter once the gold document is retrieved at all?
+
+    The seed finds the correlation with rank drops from moderate (all samples) to weak (retrieved ones):
+    whether the gold document is retrieved matters, its position among the top N much less.
+    """
+    only_gold = only_gold_retrieved if only_gold_retrieved is not None else [False] * len(ranks)
+    if len(only_gold) != len(ranks):
+        raise ValueError("only_gold_retrieved must align with ranks")
+    rank_scores = [rank_score(r, top_n, g) for r, g in zip(ranks, only_gold, strict=True)]
+    retrieved = [i for i, r in enumerate(ranks) if is_retrieved(r)]
+    result: dict[str, DimensionRetrievalSplit] = {}
+    for dim, scores in dimension_scores.items():
+        if len(scores) != len(ranks):
+            raise ValueError(f"scores of {dim} must align with ranks")
+        kept = [scores[i] for i in retrieved]
+        kept_scored = [float(s) for s in kept if s is not None]
+        summary = spread(kept_scored)
+        result[dim] = DimensionRetrievalSplit(
+            correlation_all=pearson(scores, rank_scores, name=f"pearson_{dim}_rank_all"),
+            correlation_retrieved=pearson(
+                kept, [rank_scores[i] for i in retrieved], name=f"pearson_{dim}_rank_retrieved"
+            ),
+            mean_retrieved=summary.mean,
+            sd_retrieved=summary.sd,
+            n_retrieved=len(kept_scored),
+        )
+    return result

@@ -1,0 +1,686 @@
+"""DICE tournament maths (seed 001): A/B/Tie probabilities, scores, Elo, Swiss pairing, baseline tiers.
+
+Pure: no LLM, no I/O. Randomness only through explicit ``seed`` arguments. Undefined results are
+``None`` plus a reason, never NaN, 0 or 1.
+
+Choices the seed leaves open (documented here; where DESIGN.md and the seed differ, the seed wins):
+
+* Probabilities (3.2): ``softmax([l_A, l_B, l_Tie])``. An endpoint's top-k logprobs may omit a label; an
+  omitted label is treated as probability 0 (logprob -inf) and listed in ``missing``. Token variants of one
+  label (``"A"`` and ``" A"``) are pooled (log-sum-exp). A and B are matched case-sensitively (a bare ``"a"``
+  is more likely the English article), Tie case-insensitively.
+* Hard score (3.2): argmax A -> (1, 0), B -> (0, 1), Tie -> (0.5, 0.5). An argmax shared by two labels
+  (possible with jury votes) counts as Tie. Soft score: the expected score ``P_A + P_Tie / 2`` (the seed names
+  hard and soft schemes but prints only the hard one). Scores are given for A; B's is ``1 - score_A``.
+* Elo (3.3): ``E_A = 1 / (1 + 10^((R_B - R_A)/400))``, ``R'_A = R_A + K (S_A/N_questions - E_A)``. The seed
+  gives neither K nor the initial rating ("initialized with equal Elo ratings"): K = 32 and 1500, the usual
+  chess / Chatbot Arena values. Ratings are updated after each round (4.2), every update of a round using
+  the ratings from before the round. A bye changes no rating.
+* Rounds (3.3, 4.2): "for eight systems, four rounds of four matches each yield 16 comparisons versus 28";
+  that is ``ceil(log2 n) + 1`` rounds, not ``ceil(log2 n)`` (which would give 12), capped at the number of
+  round-robin rounds (beyond that rematches are unavoidable).
+* Pairing (4.2): "paired dynamically based on current performance while avoiding repeat matchups". A
+  maximum-cardinality maximum-weight matching (networkx) that lexicographically minimises rematches, then
+  the summed squared rating gap, then a seeded random tie-break.
+* Baseline tiers (3.3): the final Elo of a new system against frozen baselines is its performance rating,
+  the rating at which its Elo expectation against the baselines equals its observed score - the fixed point
+  of repeating the seed's update against them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Callable, Collection, Mapping, Sequence
+from enum import StrEnum
+
+import networkx as nx
+import numpy as np
+from pydantic import BaseModel, ConfigDict, model_validator
+from ragcourt.schema import Label, MetricValue
+
+DEFAULT_K = 32.0
+INITIAL_RATING = 1500.0
+DEFAULT_BOOTSTRAP_RESAMPLES = 1000
+_DECISIONS = (Label.A, Label.B, Label.TIE)
+_SCORE_TOLERANCE = 1e-9
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- probabilities and scores
+
+
+class ProbabilitySource(StrEnum):
+    LOGPROBS = "logprobs"
+    VOTES = "votes"  # fallback when the judges' endpoints give no logprobs: the jury's vote shares
+
+
+class DecisionProbabilities(_Frozen):
+    """P(A), P(B), P(Tie) summing to 1, or all None with ``na_reason``."""
+
+    p_a: float | None
+    p_b: float | None
+    p_tie: float | None
+    source: ProbabilitySource
+    na_reason: str | None = None
+    missing: tuple[Label, ...] = ()  # labels absent from the logprobs (taken as probability 0)
+    n_votes: int = 0
+    n_unscored: int = 0
+
+    @model_validator(mode="after")
+    def _complete_or_reasoned(self) -> DecisionProbabilities:
+        values = (self.p_a, self.p_b, self.p_tie)
+        if all(v is None for v in values):
+            if not self.na_reason:
+                raise ValueError("n/a probabilities need a reason")
+        elif any(v is None for v in values) or abs(math.fsum(values) - 1.0) > 1e-9:  # type: ignore[arg-type]
+            raise ValueError(f"probabilities must all be given and sum to 1, got {values}")
+        return self
+
+    def of(self, label: Label) -> float | None:
+        return {Label.A: self.p_a, Label.B: self.p_b, Label.TIE: self.p_tie}[label]
+
+
+def _decision_label(token: str) -> Label | None:
+    text = token.strip()
+    if text in (Label.A.value, Label.B.value):
+        return Label(text)
+    if text.casefold() == Label.TIE.value.casefold():
+        return Label.TIE
+    return None
+
+
+def decision_probabilities(logprobs: Mapping[str, float]) -> DecisionProbabilities:
+    """Seed 001, 3.2: softmax over the logprobs of A, B and Tie (other tokens are ignored)."""
+    pooled: dict[Label, list[float]] = {label: [] for label in _DECISIONS}
+    for token, logprob in logprobs.items():
+        label = _decision_label(token)
+        if label is None:
+            continue
+        if math.isnan(logprob) or logprob == math.inf:
+            return DecisionProbabilities(
+                p_a=None,
+                p_b=None,
+                p_tie=None,
+                source=ProbabilitySource.LOGPROBS,
+                na_reason=f"invalid logprob {logprob} for token {token!r}",
+            )
+        if logprob > -math.inf:
+            pooled[label].append(logprob)
+    missing = tuple(label for label in _DECISIONS if not pooled[label])
+    if len(missing) == len(_DECISIONS):
+        return DecisionProbabilities(
+            p_a=None,
+            p_b=None,
+            p_tie=None,
+            source=ProbabilitySource.LOGPROBS,
+            na_reason="no logprob for A, B or Tie",
+            missing=missing,
+        )
+    # subtracting the maximum keeps exp() in range for very negative logprobs
+    top = max(lp for lps in pooled.values() for lp in lps)
+    mass = {label: math.fsum(math.exp(lp - top) for lp in pooled[label]) for label in _DECISIONS}
+    total = math.fsum(mass.values())
+    return DecisionProbabilities(
+        p_a=mass[Label.A] / total,
+        p_b=mass[Label.B] / total,
+        p_tie=mass[Label.TIE] / total,
+        source=ProbabilitySource.LOGPROBS,
+        missing=missing,
+    )
+
+
+def vote_probabilities(labels: Sequence[Label | None]) -> DecisionProbabilities:
+    """The jury's vote shares over A, B and Tie; None votes (unscored judges) are excluded and counted."""
+    votes = [label for label in labels if label is not None]
+    n_unscored = len(labels) - len(votes)
+    invalid = [v for v in votes if v not in _DECISIONS]
+    if invalid:
+        raise ValueError(f"pairwise votes must be A, B or Tie, got {invalid}")
+    if not votes:
+        return DecisionProbabilities(
+            p_a=None,
+            p_b=None,
+            p_tie=None,
+            source=ProbabilitySource.VOTES,
+            na_reason="no scored votes",
+            n_unscored=n_unscored,
+        )
+    shares = {label: votes.count(label) / len(votes) for label in _DECISIONS}
+    return DecisionProbabilities(
+        p_a=shares[Label.A],
+        p_b=shares[Label.B],
+        p_tie=shares[Label.TIE],
+        source=ProbabilitySource.VOTES,
+        n_votes=len(votes),
+        n_unscored=n_unscored,
+    )
+
+
+def hard_score(probabilities: DecisionProbabilities) -> MetricValue:
+    """A's hard score: 1 if argmax is A, 0 if B, 0.5 if Tie or if the maximum is shared."""
+    if probabilities.na_reason:
+        return MetricValue(name="hard_score_a", value=None, na_reason=probabilities.na_reason)
+    p = {label: probabilities.of(label) for label in _DECISIONS}
+    best = max(p.values())  # type: ignore[type-var]
+    winners = [label for label, v in p.items() if v == best]
+    value = {Label.A: 1.0, Label.B: 0.0}.get(winners[0], 0.5) if len(winners) == 1 else 0.5
+    return MetricValue(name="hard_score_a", value=value, n=1)
+
+
+def soft_score(probabilities: DecisionProbabilities) -> MetricValue:
+    """A's expected score ``P_A + P_Tie / 2``."""
+    if probabilities.na_reason:
+        return MetricValue(name="soft_score_a", value=None, na_reason=probabilities.na_reason)
+    value = probabilities.p_a + probabilities.p_tie / 2  # type: ignore[operator]
+    return MetricValue(name="soft_score_a", value=value, n=1)
+
+
+# --------------------------------------------------------------------------- Elo
+
+
+def expected_score(r_a: float, r_b: float) -> float:
+    return 1.0 / (1.0 + 10.0 ** ((r_b - r_a) / 400.0))
+
+
+def elo_update(
+    r_a: float, r_b: float, s_a_total: float, n_questions: int, k: float = DEFAULT_K
+) -> tuple[float, float]:
+    """Seed 001, 3.3: ``R'_A = R_A + K (S_A / N_questions - E_A)``; B symmetric with ``S_B = N - S_A``."""
+    if n_questions <= 0:
+        raise ValueError("an Elo update needs at least one scored question")
+    if not -_SCORE_TOLERANCE <= s_a_total <= n_questions + _SCORE_TOLERANCE:
+        raise ValueError(f"S_A must be in [0, {n_questions}], got {s_a_total}")
+    delta = k * (s_a_total / n_questions - expected_score(r_a, r_b))
+    return r_a + delta, r_b - delta
+
+
+class MatchOutcome(StrEnum):
+    WIN = "win"
+    TIE = "tie"
+    LOSS = "loss"
+
+
+class MatchResult(_Frozen):
+    """One A-vs-B match over the questions: A's total score and, per question, A's score in [0, 1].
+
+    ``n_questions`` counts scored questions only; a match with none is void (no rating change).
+    """
+
+    score_a_total: float
+    n_questions: int
+    outcomes: tuple[float, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MatchResult:
+        if self.n_questions < 0:
+            raise ValueError("n_questions must be >= 0")
+        if not -_SCORE_TOLERANCE <= self.score_a_total <= self.n_questions + _SCORE_TOLERANCE:
+            raise ValueError(f"score_a_total {self.score_a_total} outside [0, {self.n_questions}]")
+        if self.outcomes:
+            if len(self.outcomes) != self.n_questions:
+                raise ValueError(f"{len(self.outcomes)} outcomes for {self.n_questions} questions")
+            if any(not 0.0 <= o <= 1.0 for o in self.outcomes):
+                raise ValueError("per-question outcomes must be in [0, 1]")
+            if abs(math.fsum(self.outcomes) - self.score_a_total) > 1e-6:
+                raise ValueError("outcomes do not add up to score_a_total")
+        return self
+
+    @classmethod
+    def from_outcomes(cls, outcomes: Sequence[float]) -> MatchResult:
+        return cls(score_a_total=math.fsum(outcomes), n_questions=len(outcomes), outcomes=tuple(outcomes))
+
+    @property
+    def outcome_for_a(self) -> MatchOutcome | None:
+        """Match-level result for A (None for a void match): more than half the points wins."""
+        if self.n_questions == 0:
+            return None
+        share = self.score_a_total / self.n_questions
+        if abs(share - 0.5) <= _SCORE_TOLERANCE:
+            return MatchOutcome.TIE
+        return MatchOutcome.WIN if share > 0.5 else MatchOutcome.LOSS
+
+
+class PlayedMatch(_Frozen):
+    system_a: str
+    system_b: str
+    result: MatchResult
+
+
+def apply_round(
+    ratings: Mapping[str, float], matches: Sequence[PlayedMatch], k: float = DEFAULT_K
+) -> dict[str, float]:
+    """New ratings after one round; every update uses the ratings from before the round. Void matches
+    (no scored question) change nothing."""
+    deltas = dict.fromkeys(ratings, 0.0)
+    for match in matches:
+        if match.result.n_questions == 0:
+            continue
+        r_a, r_b = ratings[match.system_a], ratings[match.system_b]
+        new_a, new_b = elo_update(r_a, r_b, match.result.score_a_total, match.result.n_questions, k)
+        deltas[match.system_a] += new_a - r_a
+        deltas[match.system_b] += new_b - r_b
+    return {system: rating + deltas[system] for system, rating in ratings.items()}
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+class Pairing(_Frozen):
+    """One round: pairs (higher-rated system first) and the system with a bye, if the count is odd."""
+
+    pairs: tuple[tuple[str, str], ...]
+    bye: str | None = None
+    rematches: tuple[tuple[str, str], ...] = ()  # forced when no rematch-free pairing exists
+
+
+def swiss_rounds(n_systems: int) -> int:
+    """Seed 001: four rounds for eight systems, i.e. ``ceil(log2 n) + 1``, capped at the round-robin count."""
+    if n_systems < 2:
+        return 0
+    return min(math.ceil(math.log2(n_systems)) + 1, _round_robin_round_count(n_systems))
+
+
+def _round_robin_round_count(n_systems: int) -> int:
+    return n_systems - 1 if n_systems % 2 == 0 else n_systems
+
+
+def _ordered(a: str, b: str, ratings: Mapping[str, float]) -> tuple[str, str]:
+    return (a, b) if (-ratings[a], a) <= (-ratings[b], b) else (b, a)
+
+
+def _best_matching(
+    systems: Sequence[str],
+    ratings: Mapping[str, float],
+    played: Collection[frozenset[str]],
+    jitter: Mapping[frozenset[str], int],
+    jitter_range: int,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Perfect matching minimising, in this order: rematches, summed squared rating gap, seeded jitter.
+
+    Integer weights keep networkx's matching exact; each level's weight unit exceeds the largest possible
+    sum of the levels below it, so the order is strictly lexicographic.
+    """
+    n = len(systems)
+    gaps = {
+        # squared gap in milli-Elo points: of two pairings with the same summed gap (1-4 + 2-3 vs 1-3 + 2-4
+        # always tie on the plain sum) it prefers the one without a lopsided pair
+        frozenset((a, b)): round(abs(ratings[a] - ratings[b]) * 1000) ** 2
+        for a, b in itertools.combinations(systems, 2)
+    }
+    gap_unit = jitter_range * n  # one unit of gap outweighs all jitter of a matching
+    gap_budget = (n // 2) * (max(gaps.values(), default=0) * gap_unit + jitter_range) + 1
+    rematch_unit = (n // 2 + 1) * gap_budget  # one rematch fewer outweighs any gap difference
+    graph = nx.Graph()
+    graph.add_nodes_from(systems)
+    for pair, gap in gaps.items():
+        fresh = 0 if pair in played else rematch_unit
+        a, b = sorted(pair)
+        graph.add_edge(a, b, weight=fresh + gap_budget - gap * gap_unit - jitter[pair])
+    matching = nx.max_weight_matching(graph, maxcardinality=True)
+    pairs = sorted((_ordered(a, b, ratings) for a, b in matching), key=lambda p: (-ratings[p[0]], p[0], p[1]))
+    return pairs, [p for p in pairs if frozenset(p) in played]
+
+
+def swiss_pairs(
+    ratings: Mapping[str, float],
+    played: Collection[frozenset[str]],
+    seed: int,
+    had_bye: Collection[str] = (),
+) -> Pairing:
+    """Pair systems of close rating without rematches; for an odd count the lowest-rated system that has
+    not had a bye sits out (everyone is eligible again once all have had one). Equal ratings and equal
+    gaps are broken by ``seed``, so the same inputs and seed always give the same pairing."""
+    rng = random.Random(seed)
+    systems = sorted(ratings)
+    shuffled = systems[:]
+    rng.shuffle(shuffled)
+    tie_break = {s: i for i, s in enumerate(shuffled)}
+    jitter_range = 1000
+    jitter = {frozenset(p): rng.randrange(jitter_range) for p in itertools.combinations(systems, 2)}
+    if len(systems) % 2 == 0:
+        pairs, rematches = _best_matching(systems, ratings, played, jitter, jitter_range)
+        return Pairing(pairs=tuple(pairs), rematches=tuple(rematches))
+    eligible = [s for s in systems if s not in had_bye] or systems
+    candidates = sorted(eligible, key=lambda s: (ratings[s], tie_break[s]))
+    fallback: Pairing | None = None
+    for bye in candidates:
+        rest = [s for s in systems if s != bye]
+        pairs, rematches = _best_matching(rest, ratings, played, jitter, jitter_range)
+        pairing = Pairing(pairs=tuple(pairs), bye=bye, rematches=tuple(rematches))
+        if not rematches:
+            return pairing
+        if fallback is None or len(rematches) < len(fallback.rematches):
+            fallback = pairing
+    assert fallback is not None
+    return fallback
+
+
+def round_robin_schedule(systems: Sequence[str]) -> tuple[Pairing, ...]:
+    """Every pair exactly once, in rounds where nobody plays twice (circle method; a bye when odd)."""
+    slots: list[str | None] = list(systems)
+    if len(slots) % 2:
+        slots.append(None)
+    rounds = []
+    for _ in range(len(slots) - 1):
+        pairs = []
+        bye = None
+        for i in range(len(slots) // 2):
+            a, b = slots[i], slots[-1 - i]
+            if a is None or b is None:
+                bye = b if a is None else a
+            else:
+                pairs.append((a, b))
+        rounds.append(Pairing(pairs=tuple(pairs), bye=bye))
+        slots = [slots[0], slots[-1], *slots[1:-1]]
+    return tuple(rounds)
+
+
+# --------------------------------------------------------------------------- tournament
+
+
+class TournamentMode(StrEnum):
+    SWISS = "swiss"
+    ROUND_ROBIN = "round_robin"
+
+
+class PlayedRound(_Frozen):
+    pairing: Pairing
+    matches: tuple[PlayedMatch, ...]
+    ratings_after: dict[str, float]
+
+
+class EloInterval(_Frozen):
+    low: float | None
+    high: float | None
+    na_reason: str | None = None
+
+
+class Standing(_Frozen):
+    system: str
+    elo: float
+    elo_ci: EloInterval
+    wins: int
+    ties: int
+    losses: int
+    void: int
+    matches: int
+    byes: int
+
+
+class TournamentResult(_Frozen):
+    mode: TournamentMode
+    rounds: tuple[PlayedRound, ...]
+    standings: tuple[Standing, ...]  # best Elo first
+    k: float
+    initial_rating: float
+    seed: int
+
+    @property
+    def n_matches(self) -> int:
+        return sum(len(r.matches) for r in self.rounds)
+
+
+def bootstrap_elo_ci(
+    rounds: Sequence[Sequence[PlayedMatch]],
+    systems: Sequence[str],
+    k: float = DEFAULT_K,
+    initial_rating: float = INITIAL_RATING,
+    n_resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, EloInterval]:
+    """Percentile interval of each final Elo when the questions of every match are resampled with
+    replacement and the played schedule is replayed (the pairings stay as they were played)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        return {s: EloInterval(low=None, high=None, na_reason="bootstrap disabled") for s in systems}
+    lacking = [
+        f"{m.system_a} vs {m.system_b}"
+        for matches in rounds
+        for m in matches
+        if m.result.n_questions > 0 and not m.result.outcomes
+    ]
+    if lacking:
+        reason = f"no per-question outcomes for {lacking[0]}" + (
+            f" and {len(lacking) - 1} more" if len(lacking) > 1 else ""
+        )
+        return {s: EloInterval(low=None, high=None, na_reason=reason) for s in systems}
+    rng = np.random.default_rng(seed)
+    index = {s: i for i, s in enumerate(systems)}
+    ratings = np.full((n_resamples, len(systems)), float(initial_rating))
+    for matches in rounds:
+        deltas = np.zeros_like(ratings)
+        for m in matches:
+            n = m.result.n_questions
+            if n == 0:
+                continue
+            outcomes = np.asarray(m.result.outcomes, dtype=float)
+            share = outcomes[rng.integers(0, n, size=(n_resamples, n))].mean(axis=1)
+            a, b = index[m.system_a], index[m.system_b]
+            expected_a = 1.0 / (1.0 + 10.0 ** ((ratings[:, b] - ratings[:, a]) / 400.0))
+            delta = k * (share - expected_a)
+            deltas[:, a] += delta
+            deltas[:, b] -= delta
+        ratings += deltas
+    tail = (1.0 - confidence) / 2
+    low, high = np.quantile(ratings, [tail, 1.0 - tail], axis=0)
+    return {s: EloInterval(low=float(low[i]), high=float(high[i])) for s, i in index.items()}
+
+
+MatchFn = Callable[[str, str], MatchResult]
+
+
+def run_tournament(
+    systems: Sequence[str],
+    match_fn: MatchFn,
+    mode: TournamentMode = TournamentMode.SWISS,
+    rounds: int | None = None,
+    k: float = DEFAULT_K,
+    initial_rating: float = INITIAL_RATING,
+    seed: int = 0,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP_RESAMPLES,
+    confidence: float = 0.95,
+) -> TournamentResult:
+    """Play a Swiss or round-robin tournament; ``match_fn(a, b)`` judges one match (A = first system).
+
+    Swiss: ``swiss_rounds(n)`` rounds unless ``rounds`` is given; pairs by current Elo without rematches.
+    Round robin: the circle-method schedule (all pairs), optionally only its first ``rounds`` rounds.
+    """
+    if len(set(systems)) != len(systems) or len(systems) < 2:
+        raise ValueError(f"need at least two distinct systems, got {list(systems)}")
+    ratings = dict.fromkeys(systems, float(initial_rating))
+    played: set[frozenset[str]] = set()
+    byes: dict[str, int] = dict.fromkeys(systems, 0)
+    round_seeds = random.Random(seed)
+    schedule: list[Pairing] | None = None
+    if mode is TournamentMode.ROUND_ROBIN:
+        schedule = list(round_robin_schedule(systems))[:rounds]
+        n_rounds = len(schedule)
+    else:
+        n_rounds = swiss_rounds(len(systems)) if rounds is None else rounds
+    played_rounds: list[PlayedRound] = []
+    for round_index in range(n_rounds):
+        round_seed = round_seeds.getrandbits(64)
+        if schedule is not None:
+            pairing = schedule[round_index]
+        else:
+            had_bye = {s for s, count in byes.items() if count > 0}
+            pairing = swiss_pairs(ratings, played, seed=round_seed, had_bye=had_bye)
+        matches = tuple(PlayedMatch(system_a=a, system_b=b, result=match_fn(a, b)) for a, b in pairing.pairs)
+        ratings = apply_round(ratings, matches, k)
+        played.update(frozenset(p) for p in pairing.pairs)
+        if pairing.bye is not None:
+            byes[pairing.bye] += 1
+        played_rounds.append(PlayedRound(pairing=pairing, matches=matches, ratings_after=dict(ratings)))
+    intervals = bootstrap_elo_ci(
+        [r.matches for r in played_rounds], list(systems), k, initial_rating, n_bootstrap, confidence, seed
+    )
+    standings = sorted(
+        (_standing(s, ratings[s], intervals[s], played_rounds, byes[s]) for s in systems),
+        key=lambda st: (-st.elo, st.system),
+    )
+    return TournamentResult(
+        mode=mode,
+        rounds=tuple(played_rounds),
+        standings=tuple(standings),
+        k=k,
+        initial_rating=initial_rating,
+        seed=seed,
+    )
+
+
+def _standing(
+    system: str, elo: float, interval: EloInterval, played_rounds: Sequence[PlayedRound], byes: int
+) -> Standing:
+    counts = dict.fromkeys(MatchOutcome, 0)
+    void = matches = 0
+    flip = {
+        MatchOutcome.WIN: MatchOutcome.LOSS,
+        MatchOutcome.LOSS: MatchOutcome.WIN,
+        MatchOutcome.TIE: MatchOutcome.TIE,
+    }
+    for played_round in played_rounds:
+        for m in played_round.matches:
+            if system not in (m.system_a, m.system_b):
+                continue
+            matches += 1
+            outcome = m.result.outcome_for_a
+            if outcome is None:
+                void += 1
+            else:
+                counts[outcome if system == m.system_a else flip[outcome]] += 1
+    return Standing(
+        system=system,
+        elo=elo,
+        elo_ci=interval,
+        wins=counts[MatchOutcome.WIN],
+        ties=counts[MatchOutcome.TIE],
+        losses=counts[MatchOutcome.LOSS],
+        void=void,
+        matches=matches,
+        byes=byes,
+    )
+
+
+# --------------------------------------------------------------------------- baseline tiers
+
+
+class BaselineTier(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Placement(StrEnum):
+    ABOVE_HIGH = "above_high"
+    HIGH_TO_MEDIUM = "between_high_and_medium"
+    MEDIUM_TO_LOW = "between_medium_and_low"
+    BELOW_LOW = "below_low"
+
+
+class Baseline(_Frozen):
+    """A reference system from earlier tournaments with its frozen Elo."""
+
+    name: str
+    tier: BaselineTier
+    rating: float
+
+
+class TierRecord(_Frozen):
+    """The new system (as A) against one baseline: match result and per-question win / tie / loss counts
+    (None when the match carries no per-question outcomes)."""
+
+    baseline: Baseline
+    outcome: MatchOutcome | None
+    score_share: float | None
+    question_wins: int | None
+    question_ties: int | None
+    question_losses: int | None
+
+
+class TierPosition(_Frozen):
+    records: tuple[TierRecord, ...]  # high, medium, low
+    elo: MetricValue
+    placement: Placement | None
+    na_reason: str | None = None
+
+
+def _tier_record(baseline: Baseline, result: MatchResult) -> TierRecord:
+    share = result.score_a_total / result.n_questions if result.n_questions else None
+    outcomes = result.outcomes if result.outcomes or result.n_questions == 0 else None
+    return TierRecord(
+        baseline=baseline,
+        outcome=result.outcome_for_a,
+        score_share=share,
+        question_wins=None if outcomes is None else sum(o > 0.5 for o in outcomes),
+        question_ties=None if outcomes is None else sum(o == 0.5 for o in outcomes),
+        question_losses=None if outcomes is None else sum(o < 0.5 for o in outcomes),
+    )
+
+
+def performance_rating(shares_and_ratings: Sequence[tuple[float, float]]) -> MetricValue:
+    """The rating R with ``sum_i (share_i - E(R, R_i)) = 0``: the fixed point of the seed's Elo update
+    against opponents whose ratings stay frozen. n/a when every share is 1 (or 0): unbounded."""
+    if not shares_and_ratings:
+        return MetricValue(name="performance_rating", value=None, na_reason="no scored match")
+    observed = math.fsum(s for s, _ in shares_and_ratings)
+    if observed >= len(shares_and_ratings) - _SCORE_TOLERANCE:
+        return MetricValue(
+            name="performance_rating", value=None, na_reason="won every question: rating unbounded above"
+        )
+    if observed <= _SCORE_TOLERANCE:
+        return MetricValue(
+            name="performance_rating", value=None, na_reason="lost every question: rating unbounded below"
+        )
+
+    def excess(rating: float) -> float:  # decreasing in rating
+        return observed - math.fsum(expected_score(rating, r) for _, r in shares_and_ratings)
+
+    low = min(r for _, r in shares_and_ratings) - 400.0
+    high = max(r for _, r in shares_and_ratings) + 400.0
+    while excess(low) < 0:
+        low -= 400.0
+    while excess(high) > 0:
+        high += 400.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if excess(mid) > 0 else (low, mid)
+    return MetricValue(name="performance_rating", value=(low + high) / 2, n=len(shares_and_ratings))
+
+
+def tier_position(results: Sequence[tuple[Baseline, MatchResult]]) -> TierPosition:
+    """Seed 001, 3.3 single-system mode: the new system against a high, a medium and a low baseline."""
+    tiers = [b.tier for b, _ in results]
+    if sorted(tiers) != sorted(BaselineTier):
+        raise ValueError(f"need exactly one baseline per tier, got {tiers}")
+    order = list(BaselineTier)
+    ordered = sorted(results, key=lambda item: order.index(item[0].tier))
+    ratings = [b.rating for b, _ in ordered]
+    if not ratings[0] >= ratings[1] >= ratings[2]:
+        raise ValueError(f"baseline ratings must not increase from high to low, got {ratings}")
+    records = tuple(_tier_record(b, r) for b, r in ordered)
+    scored = [(rec.score_share, rec.baseline.rating) for rec in records if rec.score_share is not None]
+    elo = performance_rating(scored)
+    if elo.value is not None:
+        above = sum(elo.value > r for r in ratings)
+        placement = [
+            Placement.BELOW_LOW,
+            Placement.MEDIUM_TO_LOW,
+            Placement.HIGH_TO_MEDIUM,
+            Placement.ABOVE_HIGH,
+        ]
+        return TierPosition(records=records, elo=elo, placement=placement[above])
+    # winning (losing) every question is a clear placement even though the rating is unbounded
+    if scored and all(share >= 1 - _SCORE_TOLERANCE for share, _ in scored):
+        unbounded: Placement | None = Placement.ABOVE_HIGH
+    elif scored and all(share <= _SCORE_TOLERANCE for share, _ in scored):
+        unbounded = Placement.BELOW_LOW
+    else:
+        unbounded = None
+    return TierPosition(records=records, elo=elo, placement=unbounded, na_reason=elo.na_reason)

@@ -1,0 +1,294 @@
+"""Element-level evaluation (seed 003): where each element of a reference answer is lost.
+
+Every element of an expert's reference answer (one fact or condition, frozen once split) gets three
+verdicts: in the normal retrieval's context, in the loose retrieval's context (no score cut-off,
+twice the top-k, same query; only run for samples under the coverage threshold), and in the answer.
+From them it is attributed to the place a fix belongs: generation, retrieval or the documents.
+This module also holds the seed's rule-based filter for pointer elements and its measurement-noise
+arithmetic (run-to-run noise, the band within which a change of a mean is noise).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ragcourt.metrics.values import Decision, MetricName, count_decisions, share
+from ragcourt.schema import Element, ElementOutcome, ElementStatus, MetricValue
+
+LOOSE_COVERAGE_THRESHOLD = 0.6
+GAP_STATUSES = (ElementStatus.GENERATION_GAP, ElementStatus.RETRIEVAL_GAP, ElementStatus.DOCUMENT_GAP)
+
+
+# --------------------------------------------------------------------------- per element
+
+
+def element_status(in_context: Decision, in_loose_context: Decision, in_answer: Decision) -> ElementStatus:
+    """Attribute one element. Precedence, first rule that applies wins:
+
+    1. in_answer True                                   -> ANSWERED (whatever the contexts say:
+       an element the answer states is answered, even from the model's own knowledge)
+    2. in_answer None                                   -> UNDECIDED (a gap needs a known miss)
+    3. in_answer False, in_context True                 -> GENERATION_GAP
+    4. in_answer False, in_context None                 -> UNDECIDED
+    5. in_answer False, in_context False, loose True    -> RETRIEVAL_GAP
+    6. in_answer False, in_context False, loose False   -> DOCUMENT_GAP ("documents doubtful": even
+       loose retrieval does not find it; the documents may phrase it differently, so a suspicion,
+       never proof that the documents lack it)
+    7. in_answer False, in_context False, loose None    -> UNDECIDED (the loose run did not happen,
+       e.g. the sample's coverage was at or above the threshold, or its verdict is unscored)
+    """
+    if in_answer is True:
+        return ElementStatus.ANSWERED
+    if in_answer is None or in_context is None:
+        return ElementStatus.UNDECIDED
+    if in_context:
+        return ElementStatus.GENERATION_GAP
+    if in_loose_context is None:
+        return ElementStatus.UNDECIDED
+    return ElementStatus.RETRIEVAL_GAP if in_loose_context else ElementStatus.DOCUMENT_GAP
+
+
+def element_outcome(
+    element: Element, in_context: Decision, in_loose_context: Decision, in_answer: Decision
+) -> ElementOutcome:
+    """The stored record of one element's verdicts and status."""
+    return ElementOutcome(
+        element_id=element.id,
+        text=element.text,
+        in_context=in_context,
+        in_loose_context=in_loose_context,
+        in_answer=in_answer,
+        status=element_status(in_context, in_loose_context, in_answer),
+    )
+
+
+# --------------------------------------------------------------------------- per sample
+
+
+def element_coverage(outcomes: Sequence[ElementOutcome]) -> MetricValue:
+    """Share of elements found in the normal retrieval's context (seed 003's per-question coverage).
+
+    Elements with in_context None leave numerator and denominator (n_unscored). n/a when the
+    sample has no elements or none is decided.
+    """
+    yes, no, missing = count_decisions(o.in_context for o in outcomes)
+    reason = "the sample has no elements" if not outcomes else "every context check is unscored"
+    return share(MetricName.ELEMENT_COVERAGE.value, yes, yes + no, n_unscored=missing, empty_reason=reason)
+
+
+def needs_loose(coverage: float | None, threshold: float = LOOSE_COVERAGE_THRESHOLD) -> bool:
+    """Whether the loose retrieval re-run is due: coverage strictly under the threshold (seed: 六成).
+
+    n/a coverage (None: no elements, or all unscored) does not trigger it: there is no evidence of
+    a retrieval miss to follow up.
+    """
+    return coverage is not None and coverage < threshold
+
+
+@dataclass(frozen=True)
+class SampleElements:
+    """The seed's per-question record (element texts), plus coverage.
+
+    covered_elements: in the normal context; newly_covered_in_loose: not in the normal context but
+    in the loose one; uncovered_in_loose: in neither (the loose run happened); answered: in the answer.
+    """
+
+    covered_elements: tuple[str, ...]
+    newly_covered_in_loose: tuple[str, ...]
+    uncovered_in_loose: tuple[str, ...]
+    answered: tuple[str, ...]
+    coverage: MetricValue
+
+
+def sample_elements(outcomes: Sequence[ElementOutcome]) -> SampleElements:
+    """Collect the seed's per-question fields from the element outcomes (undecided verdicts go nowhere)."""
+    return SampleElements(
+        covered_elements=tuple(o.text for o in outcomes if o.in_context is True),
+        newly_covered_in_loose=tuple(
+            o.text for o in outcomes if o.in_context is False and o.in_loose_context is True
+        ),
+        uncovered_in_loose=tuple(
+            o.text for o in outcomes if o.in_context is False and o.in_loose_context is False
+        ),
+        answered=tuple(o.text for o in outcomes if o.in_answer is True),
+        coverage=element_coverage(outcomes),
+    )
+
+
+# --------------------------------------------------------------------------- run level
+
+
+@dataclass(frozen=True)
+class StatusShares:
+    """Run-level attribution.
+
+    shares: each decided status over all decided elements (UNDECIDED is left out and counted in
+    n_undecided / every value's n_unscored). gap_shares: the seed's step-4 view, each gap status
+    over the decided elements missing from the answer (generation + retrieval + document gaps).
+    """
+
+    counts: Mapping[ElementStatus, int]
+    n_decided: int
+    n_undecided: int
+    shares: Mapping[ElementStatus, MetricValue]
+    gap_shares: Mapping[ElementStatus, MetricValue]
+
+
+def status_shares(statuses: Iterable[ElementStatus]) -> StatusShares:
+    """Counts and shares of element statuses over a run; n/a shares when nothing is decided / missing."""
+    counts = Counter(statuses)
+    undecided = counts[ElementStatus.UNDECIDED]
+    decided = sum(counts.values()) - undecided
+    gaps = sum(counts[s] for s in GAP_STATUSES)
+    shares = {
+        status: share(
+            f"share_{status}",
+            counts[status],
+            decided,
+            n_unscored=undecided,
+            empty_reason="no element has a decided status",
+        )
+        for status in ElementStatus
+        if status is not ElementStatus.UNDECIDED
+    }
+    gap_shares = {
+        status: share(
+            f"gap_share_{status}",
+            counts[status],
+            gaps,
+            n_unscored=undecided,
+            empty_reason="no decided element is missing from the answer",
+        )
+        for status in GAP_STATUSES
+    }
+    return StatusShares(
+        counts={status: counts[status] for status in ElementStatus},
+        n_decided=decided,
+        n_undecided=undecided,
+        shares=shares,
+        gap_shares=gap_shares,
+    )
+
+
+# --------------------------------------------------------------------------- pointer elements
+
+# An element is a pure pointer when the whole text is a lead-in + a pointing verb + a reference to
+# a place in the documents. Anything else in the text (a fact, a condition) keeps the element:
+# the filter errs on the side of keeping. UI paths ("Click Settings > Limits") start with an action
+# verb, not a pointing verb, and are kept: there the location is the answer (seed 003, step 5).
+_EN_POINTER = re.compile(
+    r"""^(?:(?:for\ (?:more\ |further\ |full\ )?(?:details|information|specifics)|details)\s*[,:]?\s*)?
+        (?:please\s+)?
+        (?:see|refer\ to|consult|cf\.?|check|read|look\ at
+          |(?:details|information|more\ information)\ (?:are|is|can\ be\ found)\ (?:in|at|under)
+          |(?:(?:this|it|these)\ (?:is|are)\ )?(?:described|detailed|specified|set\ out|explained|covered|defined)\ in
+          |as\ (?:described|detailed|specified|set\ out|explained|defined)\ in)
+        \s+(?P<target>.+?)
+        (?:\s*[,;]?\s*for\ (?:more\ |further\ )?(?:details|information|specifics))?
+        \s*[.!]?\s*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_EN_TARGET = re.compile(
+    r"""^(?:the\s+)?(?:relevant\s+|applicable\s+|corresponding\s+)?
+        (?:section|chapter|clause|article|appendix|annex|paragraph|part|page|table|figure|rules?|rule\ set
+          |regulations?|manual|handbook|guidelines?|policy|document(?:ation)?|§)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_ZH_POINTER = re.compile(
+    r"^(?:详细内容|详细信息|详细规定|详情|具体内容|具体规定|具体要求|具体|更多(?:信息|内容|详情))?"
+    r"[，,：:\s]*(?:请)?(?:详见|参见|参阅|参照|参考|查阅|见)(?P<target>.+?)"
+    r"(?:的?(?:相关)?规定|了解详情|获取详情)?[。.]?$"
+)
+_ZH_TARGET = re.compile(
+    r"第.{1,8}?[章节条款篇项部]|[《》>＞]|规则|规定|制度|办法|手册|细则|附件|附录|章节|条款|指引|文件"
+)
+
+
+def is_pointer_element(text: str) -> bool:
+    """Whether an element only says where something is written ("see section X", "详见第X节").
+
+    Seed 003 step 5: such elements cannot be satisfied even by a fully correct answer when the
+    product cites sources in a list instead of naming locations in the text; they are a defect of
+    the measure. Pure pointers only: "See section 3 for the limit of 5 million" or
+    "审批额度为500万元，详见第三节" state a fact and are kept, and so are UI paths. English and
+    Chinese. Not detected: rewrites of a section name as "X belongs to Y" (that needs the documents'
+    section names). Callers apply it only when configured to (off by default).
+    """
+    stripped = text.strip()
+    english = _EN_POINTER.match(stripped)
+    if english is not None:
+        target = english.group("target")
+        return bool(_EN_TARGET.match(target) or ">" in target) and not re.search(
+            r"\bfor\b", target, re.IGNORECASE
+        )
+    chinese = _ZH_POINTER.match(stripped)
+    if chinese is not None:
+        target = chinese.group("target")
+        return bool(_ZH_TARGET.search(target)) and not re.search(r"[，,；;。]", target)
+    return False
+
+
+# --------------------------------------------------------------------------- measurement noise
+
+Z_95 = 1.96
+
+
+def noise_band(per_question_sd: float, n_questions: int, z: float = Z_95) -> float:
+    """Half-width of the band within which a change of a mean over n questions is noise: z * sd / sqrt(n).
+
+    Seed 003: a per-question run-to-run sd of about 0.14 gives about ±0.015 over 298 questions and
+    about ±0.05 over 25. With z = 1.96 (95 %): 1.96 * 0.14 / sqrt(298) = 0.0159 and
+    1.96 * 0.14 / 5 = 0.0549, which round to the seed's figures; sd / sqrt(n) alone (0.0081,
+    0.028) does not reproduce them.
+    """
+    if n_questions <= 0:
+        raise ValueError(f"n_questions must be positive, got {n_questions}")
+    if per_question_sd < 0:
+        raise ValueError(f"per_question_sd must be non-negative, got {per_question_sd}")
+    return z * per_question_sd / math.sqrt(n_questions)
+
+
+@dataclass(frozen=True)
+class RunNoise:
+    """Run-to-run noise of the same configuration measured twice.
+
+    per_question_sd: sample standard deviation (n - 1) over questions of the per-question difference
+    b - a; mean_difference: mean of b - a (the change of the mean); band: `noise_band` of that sd.
+    Values are None with `na_reason` when fewer than two questions are in both runs.
+    n_unpaired: questions present in only one run (left out).
+    """
+
+    n_questions: int
+    n_unpaired: int
+    per_question_sd: float | None
+    mean_difference: float | None
+    band: float | None
+    na_reason: str | None = None
+
+
+def run_to_run_noise(run_a: Mapping[str, float], run_b: Mapping[str, float], z: float = Z_95) -> RunNoise:
+    """Noise between two runs of one configuration, per question id (e.g. per-question coverage).
+
+    The seed's "per-question sd" is read as the sd across questions of the run-to-run difference;
+    then z * sd / sqrt(n) is the band of the difference of the two runs' means, which is what
+    `is_noise` compares a reported change with.
+    """
+    shared = sorted(set(run_a) & set(run_b))
+    unpaired = len(set(run_a) ^ set(run_b))
+    if len(shared) < 2:
+        return RunNoise(
+            len(shared), unpaired, None, None, None, na_reason="fewer than two questions are in both runs"
+        )
+    differences = [run_b[q] - run_a[q] for q in shared]
+    mean = sum(differences) / len(differences)
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (len(differences) - 1))
+    return RunNoise(len(shared), unpaired, sd, mean, noise_band(sd, len(shared), z))
+
+
+def is_noise(delta: float, band: float) -> bool:
+    """Whether a change of a mean lies within the noise band (|delta| <= band, inclusive)."""
+    return abs(delta) <= band

@@ -1,0 +1,55 @@
+"""Node: the system's answer under every condition that has a context and needs an answer.
+
+Loose retrieval is only judged for element coverage (seed 003), so it gets no answer. A condition the
+system cannot answer (precomputed outputs exist only for normal) is recorded as unavailable with the
+reason; a system that raises gives an unscored answer with the error, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from langgraph.runtime import Runtime
+
+from ragcourt.schema import LOOSE, Answer, Retrieval, UnscoredReason, VerdictStatus
+from ragcourt.state import EvalContext, SampleState
+from ragcourt.systems import ConditionUnavailable
+
+
+async def answer(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
+    ctx = runtime.context
+    # Answers stored by an earlier, interrupted attempt of this run are reused: the system is not asked twice.
+    answers = state.get("answers") or {
+        a.condition.key: a
+        for a in await asyncio.to_thread(ctx.store.get_answers, state["run_id"], state["sample"].id)
+    }
+    pending = [
+        r for key, r in state.get("retrievals", {}).items()
+        if key not in answers and key != LOOSE.key and key not in state.get("unavailable", {})
+    ]
+    results = await asyncio.gather(*(_answer_one(ctx, state, r) for r in pending))
+    made = [a for a in results if isinstance(a, Answer)]
+    unavailable = {r.condition.key: reason for r, reason in zip(pending, results, strict=True) if isinstance(reason, str)}
+    if made:
+        await ctx.store.aput(*made)
+    return {"answers": {**answers, **{a.condition.key: a for a in made}}, "unavailable": unavailable}
+
+
+async def _answer_one(ctx: EvalContext, state: SampleState, retrieval: Retrieval) -> Answer | str:
+    sample = state["sample"]
+    started = time.perf_counter()
+    common = {"run_id": state["run_id"], "sample_id": sample.id, "condition": retrieval.condition}
+    try:
+        generation = await ctx.system.generate(sample, retrieval.chunks, retrieval.condition)
+    except ConditionUnavailable as reason:
+        return str(reason)
+    except Exception as error:  # the system under test failed on this sample: keep the reason
+        return Answer(text="", status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.ERROR,
+                      error=f"{type(error).__name__}: {error}", latency_s=time.perf_counter() - started, **common)
+    return Answer(
+        text=generation.text, used_chunk_ids=generation.used_chunk_ids, confidence=generation.confidence,
+        latency_s=time.perf_counter() - started, usage=generation.usage, status=generation.status,
+        unscored_reason=generation.unscored_reason, error=generation.error, raw_output=generation.raw_output,
+        **common,
+    )

@@ -1,0 +1,25 @@
+"""Node: each judged answer into self-contained atomic claims (seed 002, 3.2)."""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+
+from ragcourt.config import Method
+from ragcourt.decomposers import frozen_split
+from ragcourt.schema import NORMAL, Claim, DecompositionKind, VerdictStatus, content_id
+from ragcourt.state import EvalContext, SampleState
+
+
+async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
+    """Claims are needed for the normal answer only: Q-CARE judges the system as it runs."""
+    ctx = runtime.context
+    if Method.QCARE not in ctx.config.methods or NORMAL.key in state.get("claims", {}):
+        return {}
+    answer = state.get("answers", {}).get(NORMAL.key)
+    if answer is None or answer.status is not VerdictStatus.OK:
+        return {}
+    split = await frozen_split(
+        ctx.store, ctx.decomposer, DecompositionKind.CLAIMS, answer.text, state["sample"].question
+    )
+    claims = tuple(Claim(id=content_id(split.id, i, text), text=text, index=i) for i, text in enumerate(split.items))
+    return {"claims": {NORMAL.key: claims}}

@@ -1,0 +1,59 @@
+"""Node: the multi-judge. One task per judge x check kind x condition, fanned out with `Send`.
+
+Verdicts already in the store are reused (a resumed run asks no judge twice); unscored verdicts from
+transient faults (timeout, error) are asked again, deterministic ones (parse failure, refusal) are not.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from ragcourt.schema import Check, CheckKind, UnscoredReason, Verdict, VerdictStatus
+from ragcourt.state import EvalContext, JudgeTask, SampleState, verdict_key
+
+TRANSIENT = frozenset({UnscoredReason.TIMEOUT, UnscoredReason.ERROR})
+JUDGE_NODE = "judge"
+AFTER_JUDGES = "reconcile"
+
+
+def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | str:
+    """Conditional edge after planning: one Send per judge and batch of pending checks."""
+    verdicts = state.get("verdicts", {})
+    batches: dict[tuple[CheckKind, str], list[Check]] = defaultdict(list)
+    for check in state.get("checks", {}).values():
+        batches[(check.kind, check.condition.key)].append(check)
+    sends = []
+    for index, judge in enumerate(runtime.context.judges):
+        for (kind, _), checks in batches.items():
+            pending = [c for c in checks if verdict_key(c.id, judge.judge_id) not in verdicts]
+            if pending:
+                sends.append(Send(JUDGE_NODE, JudgeTask(judge_index=index, kind=kind, checks=pending)))
+    return sends or AFTER_JUDGES
+
+
+def _reusable(verdict: Verdict) -> bool:
+    return verdict.status is VerdictStatus.OK or verdict.unscored_reason not in TRANSIENT
+
+
+async def judge(task: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
+    ctx = runtime.context
+    jury_member = ctx.judges[task["judge_index"]]
+    checks = task["checks"]
+    stored = await ctx.store.aget_verdicts([c.id for c in checks], judge_id=jury_member.judge_id)
+    known = {v.check_id: v for v in stored if _reusable(v)}
+    missing = [c for c in checks if c.id not in known]
+    fresh: list[Verdict] = []
+    if missing:
+        try:
+            fresh = await jury_member.judge(task["kind"], missing)
+        except Exception as error:  # a judge must never take the run down: record why it gave nothing
+            fresh = [
+                Verdict(check_id=c.id, judge_id=jury_member.judge_id, status=VerdictStatus.UNSCORED,
+                        unscored_reason=UnscoredReason.ERROR, detail=f"{type(error).__name__}: {error}")
+                for c in missing
+            ]
+        await ctx.store.aput(*fresh)
+    return {"verdicts": {verdict_key(v.check_id, v.judge_id): v for v in [*known.values(), *fresh]}}

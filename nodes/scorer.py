@@ -1,0 +1,162 @@
+"""Node: the per-sample metrics and diagnostics, written to the store and emitted on the custom stream.
+
+Figures come from the reconciled decisions (a person's review wins); every metric carries how many of
+its checks were unscored and how many were escalated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from ragcourt.metrics import cuer, qcare
+from ragcourt.metrics.elements import element_coverage, element_outcome
+from ragcourt.metrics.values import Decision
+from ragcourt.schema import (
+    LOOSE,
+    NORMAL,
+    Check,
+    CheckKind,
+    Label,
+    MetricValue,
+    Reconciled,
+    SampleDiagnostics,
+    SampleStatus,
+    TokenUsage,
+    VerdictStatus,
+)
+from ragcourt.state import EvalContext, SampleState
+
+QCARE_KINDS = {
+    "c_prec": (CheckKind.SUBQUERY_IN_CHUNK,),
+    "c_ndcg": (CheckKind.SUBQUERY_IN_CHUNK,),
+    "completeness": (CheckKind.CLAIM_SERVES_SUBQUERY, CheckKind.SUBQUERY_ANSWERED),
+    "conciseness": (CheckKind.CLAIM_SERVES_SUBQUERY, CheckKind.SUBQUERY_ANSWERED),
+    "verifiableness": (CheckKind.CLAIM_SUPPORTED,),
+}
+ELEMENT_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER)
+
+
+class Decisions:
+    """Reconciled labels looked up by (kind, subject, target, condition)."""
+
+    def __init__(self, checks: Iterable[Check], reconciled: dict[str, Reconciled]) -> None:
+        self._by_key: dict[tuple[CheckKind, str, str, str], Reconciled] = {}
+        for check in checks:
+            if check.id in reconciled:
+                key = (check.kind, check.subject_id, check.target_id, check.condition.key)
+                self._by_key[key] = reconciled[check.id]
+
+    def get(self, kind: CheckKind, subject: str, target: str, condition: str = NORMAL.key) -> Decision:
+        rec = self._by_key.get((kind, subject, target, condition))
+        if rec is None or rec.label is None:
+            return None
+        return rec.label is Label.YES
+
+    def escalated(self, kinds: Sequence[CheckKind]) -> int:
+        return sum(1 for (kind, *_), rec in self._by_key.items() if kind in kinds and rec.escalated)
+
+
+def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue], dict | None, list[str], list[str]]:
+    subqueries = state.get("subqueries", ())
+    normal = state.get("retrievals", {}).get(NORMAL.key)
+    chunks = normal.chunks if normal else ()
+    claims = state.get("claims", {}).get(NORMAL.key, ())
+    if not subqueries:
+        return [], None, [], []
+    kind = CheckKind
+    covers = [[decisions.get(kind.SUBQUERY_IN_CHUNK, sq.id, c.id) for sq in subqueries] for c in chunks]
+    serves = [[decisions.get(kind.CLAIM_SERVES_SUBQUERY, cl.id, sq.id) for sq in subqueries] for cl in claims]
+    supports = [[decisions.get(kind.CLAIM_SUPPORTED, cl.id, c.id) for c in chunks] for cl in claims]
+    # Without claims nothing answers a sub-query: that is a decided "no", not an unscored check.
+    answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.id, "claims") if claims else False for sq in subqueries]
+    values = qcare.qcare_metrics(covers, serves, answered, supports, k=len(chunks) or None)
+    metrics = [
+        m.model_copy(update={"n_escalated": decisions.escalated(QCARE_KINDS.get(m.name.split("@")[0], ()))})
+        for m in values
+    ]
+    graph = qcare.alignment_graph_json(qcare.alignment_graph(subqueries, chunks, claims, covers, serves, supports))
+    unsupported = [cl.text for cl, row in zip(claims, supports, strict=True) if row and all(d is False for d in row)]
+    if claims and not chunks:
+        unsupported = [cl.text for cl in claims]
+    uncovered = [
+        sq.text for j, sq in enumerate(subqueries) if all(row[j] is False for row in covers)
+    ]
+    return metrics, graph, unsupported, uncovered
+
+
+def _answer_metrics(state: SampleState) -> list[MetricValue]:
+    sample = state["sample"]
+    answer = state.get("answers", {}).get(NORMAL.key)
+    if not sample.gold_answers or answer is None:
+        return []
+    text = answer.text if answer.status is VerdictStatus.OK else None
+    metrics = list(cuer.score_answer(text, sample.gold_answers, answer.confidence))
+    normal = state.get("retrievals", {}).get(NORMAL.key)
+    if sample.gold_titles and normal is not None and text is not None:
+        titles = {c.id: c.title for c in normal.chunks}
+        used = [titles.get(i) for i in answer.used_chunk_ids]
+        metrics.append(MetricValue(name="grounding_score", value=cuer.grounding_score(used, sample.gold_titles), n=1))
+    return metrics
+
+
+def _perturbations(state: SampleState) -> tuple:
+    sample, answers = state["sample"], state.get("answers", {})
+    original = answers.get(NORMAL.key)
+    others = [a for key, a in answers.items() if key != NORMAL.key and a.condition.kind.is_perturbation]
+    if original is None or not others:
+        return ()
+
+    def outcome(answer):  # noqa: ANN001, ANN202 - local adapter
+        text = answer.text if answer.status is VerdictStatus.OK else None
+        return cuer.Outcome.score(answer.condition, text, sample.gold_answers, answer.confidence,
+                                  answer.used_chunk_ids if text is not None else None)
+
+    normal = state.get("retrievals", {}).get(NORMAL.key)
+    titles = {c.id: c.title for c in normal.chunks} if normal else {}
+    return cuer.utility_table(outcome(original), [outcome(a) for a in others], titles, sample.gold_titles).rows
+
+
+async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
+    ctx, sample = runtime.context, state["sample"]
+    checks = list(state.get("checks", {}).values())
+    reconciled = state.get("reconciled", {})
+    decisions = Decisions(checks, reconciled)
+    verdicts = list(state.get("verdicts", {}).values())
+    qcare_metrics, graph, unsupported, uncovered = _qcare(state, decisions)
+    elements = tuple(
+        element_outcome(
+            e,
+            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.id, f"context:{NORMAL.key}"),
+            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.id, f"context:{LOOSE.key}", LOOSE.key),
+            decisions.get(CheckKind.ELEMENT_IN_ANSWER, e.id, "answer"),
+        )
+        for e in state.get("elements", ())
+    )
+    element_metrics = (
+        [element_coverage(elements).model_copy(update={"n_escalated": decisions.escalated(ELEMENT_KINDS)})]
+        if elements else []
+    )
+    usage = sum((v.usage for v in verdicts), TokenUsage()) + sum(
+        (a.usage for a in state.get("answers", {}).values()), TokenUsage()
+    )
+    unavailable = state.get("unavailable", {})
+    normal_answer = state.get("answers", {}).get(NORMAL.key)
+    error = unavailable.get(NORMAL.key) or (
+        normal_answer.error if normal_answer is not None and normal_answer.status is not VerdictStatus.OK else None
+    )
+    diagnostics = SampleDiagnostics(
+        run_id=state["run_id"], sample_id=sample.id, question=sample.question,
+        status=SampleStatus.FAILED if error else SampleStatus.OK, error=error,
+        metrics=tuple([*qcare_metrics, *element_metrics, *_answer_metrics(state)]),
+        elements=elements, unsupported_claims=tuple(unsupported), uncovered_subqueries=tuple(uncovered),
+        perturbations=_perturbations(state),
+        escalations=tuple(r.check_id for r in reconciled.values() if r.provisional),
+        n_checks=len(checks), n_unscored=sum(1 for v in verdicts if not v.scored), usage=usage,
+        alignment_graph=graph,
+    )
+    await ctx.store.aput(diagnostics)
+    get_stream_writer()(diagnostics)
+    return {"diagnostics": diagnostics}

@@ -1,0 +1,176 @@
+"""The run level: many samples through the per-sample graph with bounded concurrency.
+
+Every finished sample is in the store the moment it finishes, and a run with the same id resumes: samples
+with diagnostics are not evaluated again, and within unfinished samples stored verdicts and the LLM cache
+answer every call that already succeeded. Diagnostics also append to `diagnostics.jsonl` in the run
+directory as they arrive, so `tail -f` (or `ragcourt watch`) follows a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.types import Command
+
+from ragcourt.config import ReviewMode
+from ragcourt.graphs.sample import build_sample_graph
+from ragcourt.nodes.human_review import ReviewDecision
+from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.state import EvalContext
+from ragcourt.stores.checkpoints import async_sqlite_saver
+
+DIAGNOSTICS_FILE = "diagnostics.jsonl"
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+CONFIG_FILE = "config.json"
+
+
+class RunLockedError(RuntimeError):
+    """Another live process is evaluating this run directory."""
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    run_dir: Path
+
+    @property
+    def diagnostics(self) -> Path:
+        return self.run_dir / DIAGNOSTICS_FILE
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.run_dir / CHECKPOINTS_FILE
+
+    @property
+    def lock(self) -> Path:
+        return self.run_dir / "run.lock"
+
+
+class RunLock:
+    """A pid file: a second process on the same run directory is refused while the first is alive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> RunLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            holder = self.path.read_text().strip() or "0"
+            if holder.isdigit() and _alive(int(holder)):
+                raise RunLockedError(
+                    f"run directory {self.path.parent} is in use by process {holder}; wait for it or stop it"
+                ) from None
+            self.path.unlink(missing_ok=True)  # a killed run left it behind
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _thread(run_id: str, sample_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": f"{run_id}:{sample_id}"}}
+
+
+class Runner:
+    """Evaluates samples of one run. Build it with an EvalContext from the composition root."""
+
+    def __init__(self, context: EvalContext, run_id: str, run_dir: Path) -> None:
+        self.context, self.run_id, self.paths = context, run_id, RunPaths(run_dir)
+
+    async def astream(
+        self, samples: Sequence[Sample], *, dataset: str = "", system: str = "", rescore: bool = False
+    ) -> AsyncIterator[SampleDiagnostics]:
+        """Yield each sample's diagnostics as it finishes (already finished ones first, from the store).
+
+        rescore: evaluate finished samples again too (from stored work: used after reviews).
+        """
+        async with AsyncExitStack() as stack:
+            stack.enter_context(RunLock(self.paths.lock))
+            async for diagnostics in self._stream(stack, samples, dataset, system, rescore):
+                yield diagnostics
+
+    async def _stream(
+        self, stack: AsyncExitStack, samples: Sequence[Sample], dataset: str, system: str, rescore: bool
+    ) -> AsyncIterator[SampleDiagnostics]:
+        store = self.context.store
+        if store.get_run(self.run_id) is None:
+            store.put(RunInfo(run_id=self.run_id, dataset=dataset, system=system or self.context.system.name,
+                              config=self.context.config.model_dump(mode="json")))
+            (self.paths.run_dir / CONFIG_FILE).write_text(self.context.config.model_dump_json(indent=2))
+        store.put_samples(self.run_id, samples)
+        done = {} if rescore else {
+            d.sample_id: d for d in store.get_diagnostics(self.run_id) if d.status is SampleStatus.OK
+        }
+        for sample in samples:
+            if sample.id in done:
+                yield done[sample.id]
+        todo = [s for s in samples if s.id not in done]
+        checkpointer = None
+        if self.context.config.review_mode is ReviewMode.INLINE:
+            checkpointer = await stack.enter_async_context(async_sqlite_saver(self.paths.checkpoints))
+        graph = build_sample_graph(checkpointer)
+        limit = asyncio.Semaphore(self.context.config.concurrency)
+
+        async def one(sample: Sample) -> SampleDiagnostics | None:
+            async with limit:
+                return await self._evaluate(graph, sample)
+
+        for finished in asyncio.as_completed([one(s) for s in todo]):
+            diagnostics = await finished
+            if diagnostics is not None:
+                yield diagnostics
+
+    async def _evaluate(self, graph: Any, sample: Sample, resume: Any = None) -> SampleDiagnostics | None:
+        """One sample; None when it stopped at an inline-review interrupt."""
+        payload: Any = Command(resume=resume) if resume is not None else {"run_id": self.run_id, "sample": sample}
+        try:
+            state = await graph.ainvoke(payload, config=_thread(self.run_id, sample.id), context=self.context)
+        except Exception as error:  # one sample's failure is recorded; the run goes on
+            diagnostics = SampleDiagnostics(
+                run_id=self.run_id, sample_id=sample.id, question=sample.question, status=SampleStatus.FAILED,
+                error=f"{type(error).__name__}: {error}",
+            )
+            await self.context.store.aput(diagnostics)
+        else:
+            if "diagnostics" not in state:
+                return None
+            diagnostics = state["diagnostics"]
+        self._append(diagnostics)
+        return diagnostics
+
+    async def resume(self, sample: Sample, decisions: Sequence[ReviewDecision]) -> SampleDiagnostics | None:
+        """Resume one sample stopped at an inline-review interrupt with a person's decisions."""
+        async with async_sqlite_saver(self.paths.checkpoints) as checkpointer:
+            graph = build_sample_graph(checkpointer)
+            return await self._evaluate(graph, sample, resume=[d.model_dump(mode="json") for d in decisions])
+
+    async def pending_interrupts(self, sample: Sample) -> list[Any]:
+        async with async_sqlite_saver(self.paths.checkpoints) as checkpointer:
+            graph = build_sample_graph(checkpointer)
+            snapshot = await graph.aget_state(_thread(self.run_id, sample.id))
+            return [i.value for task in snapshot.tasks for i in task.interrupts]
+
+    def _append(self, diagnostics: SampleDiagnostics) -> None:
+        with self.paths.diagnostics.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(diagnostics.model_dump(mode="json"), ensure_ascii=False) + "\n")

@@ -1,0 +1,79 @@
+"""The per-sample graph state and the runtime context handed to every node.
+
+State values are our immutable records; the dict-valued channels merge, so parallel branches (the
+judges' Send fan-out) each add their part. The runtime context carries what the composition root built:
+the system under test, the jury, the decomposer, the store. Nodes never build those themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+from ragcourt.config import EvalConfig
+from ragcourt.decomposers import Decomposer
+from ragcourt.jury import Judge
+from ragcourt.schema import (
+    Answer,
+    Check,
+    CheckKind,
+    Claim,
+    Element,
+    Reconciled,
+    Retrieval,
+    Review,
+    Sample,
+    SampleDiagnostics,
+    SubQuery,
+    Verdict,
+)
+from ragcourt.stores.records import RecordStore
+from ragcourt.stores.vectors import VectorStore
+from ragcourt.systems import RAGSystem
+
+
+def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    return {**(left or {}), **(right or {})}
+
+
+def verdict_key(check_id: str, judge_id: str) -> str:
+    return f"{check_id}|{judge_id}"
+
+
+class SampleState(TypedDict, total=False):
+    run_id: str
+    sample: Sample
+    subqueries: tuple[SubQuery, ...]
+    elements: tuple[Element, ...]
+    retrievals: Annotated[dict[str, Retrieval], merge]  # condition key -> retrieval
+    answers: Annotated[dict[str, Answer], merge]  # condition key -> answer
+    unavailable: Annotated[dict[str, str], merge]  # condition key -> why it could not be produced
+    claims: Annotated[dict[str, tuple[Claim, ...]], merge]  # condition key -> claims of its answer
+    checks: Annotated[dict[str, Check], merge]  # check id -> check
+    verdicts: Annotated[dict[str, Verdict], merge]  # verdict_key -> verdict
+    reconciled: Annotated[dict[str, Reconciled], merge]  # check id -> reconciled
+    reviews: Annotated[dict[str, Review], merge]  # check id -> the deciding review
+    loose_requested: bool
+    diagnostics: SampleDiagnostics
+
+
+class JudgeTask(TypedDict):
+    """One judge's batch, sent with `Send`: all checks of one kind, sample and condition."""
+
+    judge_index: int
+    kind: CheckKind
+    checks: list[Check]
+
+
+@dataclass
+class EvalContext:
+    """Built by the composition root (CLI or Python API) and passed as the LangGraph runtime context."""
+
+    config: EvalConfig
+    system: RAGSystem
+    judges: list[Judge]
+    decomposer: Decomposer
+    store: RecordStore
+    vectors: VectorStore | None = None
+    collection: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)

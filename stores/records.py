@@ -1,0 +1,497 @@
+"""The record store: every record of a run in one SQLite file (WAL), plus the LLM cache.
+
+Each record type of `schema` has its own table: the record as JSON (`payload`) plus the key columns and a
+few indexed columns to select on. Every write is its own committed transaction (`BEGIN IMMEDIATE` ...
+`COMMIT`), so a killed process loses nothing it had written, and writes are idempotent: writing a
+record again replaces the row with the same key. WAL and a busy timeout let another process read and
+write the same file meanwhile; within a process one connection is shared under a lock, and the async
+twins run the locked methods in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+from ragcourt.schema import (
+    SCHEMA_VERSION,
+    Answer,
+    Check,
+    Decomposition,
+    Reconciled,
+    Record,
+    Retrieval,
+    Review,
+    ReviewAction,
+    RunInfo,
+    Sample,
+    SampleDiagnostics,
+    SampleStatus,
+    Verdict,
+)
+
+BUSY_TIMEOUT_S = 30.0
+# SQLite limits the number of bound parameters per statement; id lists are queried in slices of this size.
+_IN_SLICE = 500
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class StoreVersionError(RuntimeError):
+    """The file was written with another schema version than this code reads."""
+
+
+class CacheEntry(BaseModel):
+    """One row of the LLM cache, as `to_frame(CacheEntry)` shows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    value: str
+
+
+def _utc_text(moment: datetime) -> str:
+    """A fixed-width UTC timestamp, so text order is time order (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, eq=False)
+class _Table:
+    """How one record type is stored.
+
+    columns: the columns taken from the record (key columns included), each with its getter;
+    given: key columns the record does not carry, supplied by the caller (the run_id of a Sample);
+    order_by: how rows of a listing are ordered.
+    """
+
+    name: str
+    key: tuple[str, ...]
+    columns: dict[str, Callable[[Any], Any]]
+    given: tuple[str, ...] = ()
+    order_by: str = "rowid"
+    indexes: tuple[tuple[str, ...], ...] = ()
+    # An upsert keeps the stored row when this SQL condition (over the stored row) holds.
+    keep_stored_when: str | None = None
+    all_columns: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "all_columns", (*self.given, *self.columns, "payload"))
+
+    def create_sql(self) -> list[str]:
+        columns = ", ".join(f"{name} NOT NULL" if name in self.key else name for name in self.all_columns)
+        statements = [
+            f"CREATE TABLE IF NOT EXISTS {self.name} ({columns}, PRIMARY KEY ({', '.join(self.key)}))"
+        ]
+        for index_columns in self.indexes:
+            index_name = f"{self.name}_by_{'_'.join(index_columns)}"
+            statements.append(
+                f"CREATE INDEX IF NOT EXISTS {index_name} ON {self.name} ({', '.join(index_columns)})"
+            )
+        return statements
+
+    def upsert_sql(self) -> str:
+        names = ", ".join(self.all_columns)
+        marks = ", ".join("?" for _ in self.all_columns)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in self.all_columns if name not in self.key)
+        sql = f"INSERT INTO {self.name} ({names}) VALUES ({marks}) ON CONFLICT ({', '.join(self.key)}) "
+        sql += f"DO UPDATE SET {updates}"
+        if self.keep_stored_when:
+            sql += f" WHERE NOT ({self.keep_stored_when})"
+        return sql
+
+    def row(self, record: BaseModel, *given: Any) -> tuple[Any, ...]:
+        return (*given, *(get(record) for get in self.columns.values()), record.model_dump_json())
+
+
+_TABLES: dict[type[Record], _Table] = {
+    RunInfo: _Table(
+        "runs",
+        key=("run_id",),
+        columns={"run_id": lambda r: r.run_id, "created_at": lambda r: _utc_text(r.created_at)},
+        order_by="created_at, run_id",
+    ),
+    Sample: _Table(
+        "samples", key=("run_id", "sample_id"), columns={"sample_id": lambda s: s.id}, given=("run_id",)
+    ),
+    Retrieval: _Table(
+        "retrievals",
+        key=("run_id", "sample_id", "condition"),
+        columns={
+            "run_id": lambda r: r.run_id,
+            "sample_id": lambda r: r.sample_id,
+            "condition": lambda r: r.condition.key,
+        },
+    ),
+    Answer: _Table(
+        "answers",
+        key=("run_id", "sample_id", "condition"),
+        columns={
+            "run_id": lambda a: a.run_id,
+            "sample_id": lambda a: a.sample_id,
+            "condition": lambda a: a.condition.key,
+        },
+    ),
+    Decomposition: _Table(
+        "decompositions",
+        key=("id",),
+        columns={"id": lambda d: d.id, "kind": lambda d: str(d.kind), "edited": lambda d: d.edited},
+        # A person's edit is never overwritten by a machine split of the same text.
+        keep_stored_when="decompositions.edited AND NOT excluded.edited",
+    ),
+    Check: _Table(
+        "checks",
+        key=("id",),
+        columns={"id": lambda c: c.id, "kind": lambda c: str(c.kind), "sample_id": lambda c: c.sample_id},
+    ),
+    Verdict: _Table(
+        "verdicts",
+        key=("check_id", "judge_id"),
+        columns={
+            "check_id": lambda v: v.check_id,
+            "judge_id": lambda v: v.judge_id,
+            "status": lambda v: str(v.status),
+        },
+    ),
+    Reconciled: _Table(
+        "reconciled",
+        key=("run_id", "check_id"),
+        columns={
+            "run_id": lambda r: r.run_id,
+            "check_id": lambda r: r.check_id,
+            "sample_id": lambda r: r.sample_id,
+            "escalated": lambda r: r.escalated,
+        },
+        indexes=(("run_id", "sample_id"),),
+    ),
+    Review: _Table(
+        "reviews",
+        key=("run_id", "check_id", "created_at"),
+        columns={
+            "run_id": lambda r: r.run_id,
+            "check_id": lambda r: r.check_id,
+            "created_at": lambda r: _utc_text(r.created_at),
+            "action": lambda r: str(r.action),
+        },
+        order_by="created_at",
+    ),
+    SampleDiagnostics: _Table(
+        "diagnostics",
+        key=("run_id", "sample_id"),
+        columns={
+            "run_id": lambda d: d.run_id,
+            "sample_id": lambda d: d.sample_id,
+            "status": lambda d: str(d.status),
+        },
+    ),
+}
+
+_RUN_CHECKS_SQL = (
+    (
+        "CREATE TABLE IF NOT EXISTS run_checks (run_id NOT NULL, sample_id NOT NULL, check_id NOT NULL, "
+        "PRIMARY KEY (run_id, sample_id, check_id))"
+    ),
+    "CREATE INDEX IF NOT EXISTS run_checks_by_check ON run_checks (check_id)",
+)
+_CACHE_SQL = "CREATE TABLE IF NOT EXISTS llm_cache (key PRIMARY KEY, value NOT NULL, created_at NOT NULL)"
+_META_SQL = "CREATE TABLE IF NOT EXISTS meta (key PRIMARY KEY, value NOT NULL)"
+_VERSION_KEY = "schema_version"
+
+
+def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), _IN_SLICE):
+        yield items[start : start + _IN_SLICE]
+
+
+def _marks(items: Sequence[Any]) -> str:
+    return ", ".join("?" for _ in items)
+
+
+class RecordStore:
+    """All records of ragcourt in one SQLite file. Sync methods are thread-safe; `a*` twins are async."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves, one transaction per write.
+        self._conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._create_schema()
+        except sqlite3.DatabaseError as error:
+            self._conn.close()
+            raise sqlite3.DatabaseError(f"cannot open record store {self.path}: {error}") from error
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @classmethod
+    def open(cls, path: str | Path) -> RecordStore:
+        return cls(path)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _create_schema(self) -> None:
+        with self._transaction() as conn:
+            conn.execute(_META_SQL)
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
+            if row is not None and int(row[0]) != SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"record store {self.path} was written with schema version {row[0]}, "
+                    f"but this ragcourt reads schema version {SCHEMA_VERSION}"
+                )
+            for table in _TABLES.values():
+                for statement in table.create_sql():
+                    conn.execute(statement)
+            for statement in (*_RUN_CHECKS_SQL, _CACHE_SQL):
+                conn.execute(statement)
+            if row is None:
+                conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_VERSION_KEY, SCHEMA_VERSION))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front, so a busy file makes us wait (busy timeout)
+        # instead of failing later when a read transaction would have to be upgraded.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _write(self, statements: Iterable[tuple[str, Sequence[Sequence[Any]]]]) -> None:
+        with self._lock, self._transaction() as conn:
+            for sql, rows in statements:
+                conn.executemany(sql, rows)
+
+    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def _records(self, record_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
+        return [record_type.model_validate_json(row[0]) for row in self._select(sql, params)]
+
+    def _listing(self, record_type: type[R], where: dict[str, Any]) -> list[R]:
+        table = _TABLES[record_type]  # type: ignore[index]
+        conditions = [f"{column} = ?" for column, value in where.items() if value is not None]
+        params = [value for value in where.values() if value is not None]
+        sql = f"SELECT payload FROM {table.name}"
+        if conditions:
+            sql += " WHERE " + " AND ".join(conditions)
+        return self._records(record_type, f"{sql} ORDER BY {table.order_by}", params)
+
+    # ------------------------------------------------------------------ writes
+
+    def put(self, *records: Record) -> None:
+        """Write records that carry their own key fields, all in one transaction."""
+        by_table: dict[_Table, list[tuple[Any, ...]]] = {}
+        for record in records:
+            table = _TABLES.get(type(record))
+            if table is None:
+                raise TypeError(f"the record store keeps no {type(record).__name__} records")
+            if table.given:
+                raise TypeError(f"{type(record).__name__} carries no run_id: write it with put_samples")
+            by_table.setdefault(table, []).append(table.row(record))
+        if by_table:
+            self._write((table.upsert_sql(), rows) for table, rows in by_table.items())
+
+    def put_samples(self, run_id: str, samples: Iterable[Sample]) -> None:
+        table = _TABLES[Sample]
+        rows = [table.row(sample, run_id) for sample in samples]
+        if rows:
+            self._write([(table.upsert_sql(), rows)])
+
+    def link_checks(self, run_id: str, sample_id: str, check_ids: Iterable[str]) -> None:
+        """Record that a run used these (global) checks for a sample."""
+        rows = [(run_id, sample_id, check_id) for check_id in check_ids]
+        if rows:
+            self._write(
+                [("INSERT OR IGNORE INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?)", rows)]
+            )
+
+    def add_review(self, review: Review) -> None:
+        self.put(review)
+
+    def cache_put(self, key: str, value: str) -> None:
+        sql = "INSERT OR REPLACE INTO llm_cache (key, value, created_at) VALUES (?, ?, ?)"
+        self._write([(sql, [(key, value, _utc_text(datetime.now(UTC)))])])
+
+    # ------------------------------------------------------------------ reads
+
+    def get_run(self, run_id: str) -> RunInfo | None:
+        runs = self._listing(RunInfo, {"run_id": run_id})
+        return runs[0] if runs else None
+
+    def list_runs(self) -> list[RunInfo]:
+        return self._listing(RunInfo, {})
+
+    def get_samples(self, run_id: str) -> list[Sample]:
+        return self._listing(Sample, {"run_id": run_id})
+
+    def get_retrievals(self, run_id: str, sample_id: str | None = None) -> list[Retrieval]:
+        return self._listing(Retrieval, {"run_id": run_id, "sample_id": sample_id})
+
+    def get_answers(self, run_id: str, sample_id: str | None = None) -> list[Answer]:
+        return self._listing(Answer, {"run_id": run_id, "sample_id": sample_id})
+
+    def get_decomposition(self, id: str) -> Decomposition | None:
+        found = self._listing(Decomposition, {"id": id})
+        return found[0] if found else None
+
+    def get_checks(self, ids: Sequence[str]) -> list[Check]:
+        """The stored checks among ids, in the order of ids (unknown ids are left out)."""
+        found: dict[str, Check] = {}
+        for part in _slices(list(dict.fromkeys(ids))):
+            sql = f"SELECT payload FROM checks WHERE id IN ({_marks(part)})"
+            found.update((check.id, check) for check in self._records(Check, sql, part))
+        return [found[check_id] for check_id in dict.fromkeys(ids) if check_id in found]
+
+    def checks_for(self, run_id: str, sample_id: str | None = None) -> list[Check]:
+        """The checks linked to a run (and sample) with `link_checks`."""
+        sql = "SELECT c.payload FROM run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
+        params = [run_id]
+        if sample_id is not None:
+            sql += " AND l.sample_id = ?"
+            params.append(sample_id)
+        return self._records(Check, sql + " ORDER BY l.rowid", params)
+
+    def get_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
+        verdicts: list[Verdict] = []
+        for part in _slices(list(dict.fromkeys(check_ids))):
+            sql = f"SELECT payload FROM verdicts WHERE check_id IN ({_marks(part)})"
+            params = list(part)
+            if judge_id is not None:
+                sql += " AND judge_id = ?"
+                params.append(judge_id)
+            verdicts.extend(self._records(Verdict, sql + " ORDER BY rowid", params))
+        return verdicts
+
+    def get_reconciled(self, run_id: str, sample_id: str | None = None) -> list[Reconciled]:
+        return self._listing(Reconciled, {"run_id": run_id, "sample_id": sample_id})
+
+    def pending_escalations(self, run_id: str) -> list[Reconciled]:
+        """Escalated checks of the run that no person has decided yet (no review, or only skips)."""
+        sql = (
+            "SELECT r.payload FROM reconciled r WHERE r.run_id = ? AND r.escalated AND NOT EXISTS "
+            "(SELECT 1 FROM reviews v WHERE v.run_id = r.run_id AND v.check_id = r.check_id AND v.action != ?)"
+            " ORDER BY r.rowid"
+        )
+        return self._records(Reconciled, sql, (run_id, str(ReviewAction.SKIP)))
+
+    def latest_reviews(self, run_id: str) -> dict[str, Review]:
+        """The newest review of each reviewed check of the run, by check id."""
+        latest: dict[str, Review] = {}
+        for review in self._listing(Review, {"run_id": run_id}):  # ordered oldest first
+            latest[review.check_id] = review
+        return latest
+
+    def get_diagnostics(self, run_id: str, sample_id: str | None = None) -> list[SampleDiagnostics]:
+        return self._listing(SampleDiagnostics, {"run_id": run_id, "sample_id": sample_id})
+
+    def finished_sample_ids(self, run_id: str) -> set[str]:
+        """Samples of the run whose diagnostics say OK; failed samples are not finished and run again."""
+        sql = "SELECT sample_id FROM diagnostics WHERE run_id = ? AND status = ?"
+        return {row[0] for row in self._select(sql, (run_id, str(SampleStatus.OK)))}
+
+    def cache_get(self, key: str) -> str | None:
+        rows = self._select("SELECT value FROM llm_cache WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def cache_count(self) -> int:
+        return int(self._select("SELECT COUNT(*) FROM llm_cache")[0][0])
+
+    # ------------------------------------------------------------------ frames
+
+    def to_frame(self, record_type: type[BaseModel], run_id: str | None = None) -> pd.DataFrame:
+        """One row per stored record of the type (of one run if given), nested fields flattened.
+
+        Checks and verdicts are global; with a run_id they are those linked to the run by `link_checks`.
+        Decompositions and the cache (`CacheEntry`) belong to no run and take no run_id.
+        """
+        if record_type is Sample:
+            rows = self._sample_rows(run_id)
+        else:
+            rows = [record.model_dump(mode="json") for record in self._frame_records(record_type, run_id)]
+        if not rows:
+            prefix = ["run_id"] if record_type is Sample else []
+            return pd.DataFrame(columns=[*prefix, *record_type.model_fields])
+        return pd.json_normalize(rows)
+
+    def _sample_rows(self, run_id: str | None) -> list[dict[str, Any]]:
+        # Samples carry no run_id; the frame says which run each row belongs to.
+        sql = "SELECT run_id, payload FROM samples"
+        params: tuple[str, ...] = ()
+        if run_id is not None:
+            sql, params = sql + " WHERE run_id = ?", (run_id,)
+        return [
+            {"run_id": run, **Sample.model_validate_json(payload).model_dump(mode="json")}
+            for run, payload in self._select(sql + " ORDER BY rowid", params)
+        ]
+
+    def _frame_records(self, record_type: type[BaseModel], run_id: str | None) -> list[BaseModel]:
+        if record_type is CacheEntry or record_type is Decomposition:
+            if run_id is not None:
+                raise ValueError(
+                    f"{record_type.__name__} rows belong to no run: call to_frame without run_id"
+                )
+            if record_type is CacheEntry:
+                rows = self._select("SELECT key, value FROM llm_cache ORDER BY rowid")
+                return [CacheEntry(key=key, value=value) for key, value in rows]
+            return list(self._listing(Decomposition, {}))
+        if record_type is Check and run_id is not None:
+            return list(self.checks_for(run_id))
+        if record_type is Verdict and run_id is not None:
+            sql = (
+                "SELECT payload FROM verdicts WHERE check_id IN "
+                "(SELECT check_id FROM run_checks WHERE run_id = ?) ORDER BY rowid"
+            )
+            return list(self._records(Verdict, sql, (run_id,)))
+        if record_type not in _TABLES:
+            raise TypeError(f"the record store keeps no {record_type.__name__} records")
+        return list(self._listing(record_type, {"run_id": run_id}))
+
+    # ------------------------------------------------------------------ async twins
+
+    async def aput(self, *records: Record) -> None:
+        await asyncio.to_thread(self.put, *records)
+
+    async def aput_samples(self, run_id: str, samples: Iterable[Sample]) -> None:
+        await asyncio.to_thread(self.put_samples, run_id, list(samples))
+
+    async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
+        return await asyncio.to_thread(self.get_verdicts, check_ids, judge_id)
+
+    async def acache_get(self, key: str) -> str | None:
+        return await asyncio.to_thread(self.cache_get, key)
+
+    async def acache_put(self, key: str, value: str) -> None:
+        await asyncio.to_thread(self.cache_put, key, value)

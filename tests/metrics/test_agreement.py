@@ -1,0 +1,166 @@
+"""Agreement statistics against scikit-learn, statsmodels and scipy, plus hand-computed cases."""
+
+import random
+import statistics
+
+import numpy as np
+import pytest
+from ragcourt.metrics.agreement import (
+    accuracy,
+    average_ranks,
+    bootstrap_ci,
+    category_counts,
+    cohens_kappa,
+    confusion_matrix,
+    fleiss_kappa,
+    pearson,
+    spearman,
+)
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import confusion_matrix as sk_confusion_matrix
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
+SEEDS = [0, 1, 2, 3, 4]
+LABELS = ["A", "B", "Tie"]
+
+
+def _labels(rng: random.Random, n: int) -> list[str]:
+    return [rng.choice(LABELS) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cohens_kappa_matches_sklearn(seed):
+    rng = random.Random(seed)
+    a = _labels(rng, 60)
+    # b agrees with a 60 % of the time, so kappa is clearly away from 0
+    b = [x if rng.random() < 0.6 else rng.choice(LABELS) for x in a]
+    ours = cohens_kappa(a, b)
+    assert ours.value == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+    assert ours.n == 60
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fleiss_kappa_matches_statsmodels(seed):
+    rng = np.random.default_rng(seed)
+    n_items, n_raters = 40, 5
+    ratings = [[LABELS[rng.integers(0, 3)] for _ in range(n_raters)] for _ in range(n_items)]
+    # let raters copy the first rater sometimes so there is agreement beyond chance
+    for item in ratings:
+        for r in range(1, n_raters):
+            if rng.random() < 0.4:
+                item[r] = item[0]
+    table = category_counts(ratings, LABELS)
+    assert fleiss_kappa(table).value == pytest.approx(
+        sm_fleiss_kappa(np.asarray(table), method="fleiss"), abs=1e-12
+    )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_correlations_match_scipy(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=50)
+    y = 0.5 * x + rng.normal(size=50)
+    y_ties = np.round(y)  # many ties
+    x_ties = rng.integers(0, 4, size=50).astype(float)
+    assert pearson(x.tolist(), y.tolist()).value == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
+    assert spearman(x.tolist(), y.tolist()).value == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
+    assert spearman(x_ties.tolist(), y_ties.tolist()).value == pytest.approx(
+        stats.spearmanr(x_ties, y_ties)[0], abs=1e-12
+    )
+
+
+def test_average_ranks_with_ties():
+    assert average_ranks([10, 20, 20, 5, 20]) == [2.0, 4.0, 4.0, 1.0, 4.0]
+    assert average_ranks([3.0, 1.0, 3.0]) == stats.rankdata([3.0, 1.0, 3.0]).tolist()
+
+
+def test_perfect_agreement():
+    a = ["yes", "no", "yes", "no"]
+    assert accuracy(a, a).value == 1.0
+    assert cohens_kappa(a, a).value == 1.0
+    assert fleiss_kappa([[3, 0], [0, 3], [3, 0]]).value == pytest.approx(1.0)
+    assert pearson([1, 2, 3], [2, 4, 6]).value == pytest.approx(1.0)
+    assert spearman([1, 2, 3], [1, 8, 27]).value == pytest.approx(1.0)
+    assert spearman([1, 2, 3], [3, 2, 1]).value == pytest.approx(-1.0)
+
+
+def test_chance_agreement_hand_computed():
+    # p_o = 0.5; marginals a: yes 0.5, b: yes 0.5 -> p_e = 0.5 -> kappa 0
+    assert cohens_kappa(["yes", "yes", "no", "no"], ["yes", "no", "yes", "no"]).value == pytest.approx(0.0)
+    # p_o = 0; p_e = 0.5 -> kappa -1
+    assert cohens_kappa(["yes", "no"], ["no", "yes"]).value == pytest.approx(-1.0)
+    # Fleiss, 2 items x 2 raters, each item split 1-1: P_i = 0, p = (0.5, 0.5), P_e = 0.5 -> -1
+    assert fleiss_kappa([[1, 1], [1, 1]]).value == pytest.approx(-1.0)
+
+
+def test_degenerate_inputs_are_na():
+    same_label = cohens_kappa(["yes", "yes"], ["yes", "yes"])
+    assert same_label.value is None and "chance agreement is 1" in same_label.na_reason
+    assert fleiss_kappa([[3, 0], [3, 0]]).value is None
+    assert fleiss_kappa([]).na_reason == "no items"
+    constant = pearson([1, 1, 1], [1, 2, 3])
+    assert constant.value is None and "constant" in constant.na_reason
+    assert spearman([1, 2, 3], [5, 5, 5]).value is None
+    assert pearson([1.0], [2.0]).na_reason == "fewer than two pairs"
+    assert accuracy([], []).value is None
+    with pytest.raises(ValueError):
+        fleiss_kappa([[2, 0], [1, 0]])  # unequal raters per item
+    with pytest.raises(ValueError):
+        fleiss_kappa([[1, 0], [0, 1]])  # one rater per item
+    with pytest.raises(ValueError):
+        accuracy(["yes"], ["yes", "no"])
+
+
+def test_unscored_pairs_are_left_out():
+    a = ["yes", None, "no", "yes"]
+    b = ["yes", "no", "no", None]
+    value = accuracy(a, b)
+    assert value.value == 1.0 and value.n == 2 and value.n_unscored == 2
+    corr = pearson([1.0, None, 2.0, 3.0], [2.0, 5.0, 4.0, 6.0])
+    assert corr.value == pytest.approx(1.0) and corr.n_unscored == 1
+    assert category_counts([["A", None, "B"], ["B", "B", None]], ["A", "B"]) == [[1, 1], [0, 2]]
+
+
+def test_confusion_matrix_matches_sklearn():
+    rng = random.Random(7)
+    a, b = _labels(rng, 30), _labels(rng, 30)
+    ours = confusion_matrix(a, b, LABELS)
+    assert [list(row) for row in ours] == sk_confusion_matrix(a, b, labels=LABELS).tolist()
+    assert confusion_matrix(["A", None], ["B", "A"], ["A", "B"]) == ((0, 1), (0, 0))
+    with pytest.raises(ValueError):
+        confusion_matrix(["A"], ["C"], ["A", "B"])
+
+
+def test_bootstrap_ci_is_deterministic_and_brackets_the_mean():
+    data = [float(x) for x in range(1, 21)]
+    first = bootstrap_ci(statistics.fmean, data, seed=3, n_resamples=500)
+    second = bootstrap_ci(statistics.fmean, data, seed=3, n_resamples=500)
+    assert first == second
+    assert first.estimate == pytest.approx(10.5)
+    assert first.low < 10.5 < first.high
+    # the percentile interval of the mean is about mean ± 1.96 * sd / sqrt(n) = 10.5 ± 2.53
+    assert first.low == pytest.approx(10.5 - 2.53, abs=0.6)
+    assert first.high == pytest.approx(10.5 + 2.53, abs=0.6)
+    assert first.n_resamples == 500 and first.n_undefined == 0
+
+
+def test_bootstrap_ci_percentiles_match_numpy_resampling():
+    data = [0.1, 0.4, 0.35, 0.8, 0.9]
+    ci = bootstrap_ci(statistics.fmean, data, seed=11, n_resamples=200, alpha=0.1)
+    rng = np.random.default_rng(11)
+    means = [float(np.mean([data[i] for i in rng.integers(0, 5, size=5)])) for _ in range(200)]
+    assert (ci.low, ci.high) == pytest.approx(tuple(np.quantile(means, [0.05, 0.95])))
+
+
+def test_bootstrap_ci_with_undefined_statistic():
+    pairs = [("yes", "yes"), ("no", "no"), ("yes", "no")]
+
+    def kappa(sample):
+        return cohens_kappa([p[0] for p in sample], [p[1] for p in sample]).value
+
+    ci = bootstrap_ci(kappa, pairs, seed=0, n_resamples=300)
+    assert ci.n_undefined > 0  # resamples of one repeated pair have chance agreement 1
+    assert ci.n_resamples + ci.n_undefined == 300
+    assert bootstrap_ci(lambda s: None, [1, 2], seed=0, n_resamples=5).na_reason
+    assert bootstrap_ci(statistics.fmean, [], seed=0).low is None

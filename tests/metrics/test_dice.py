@@ -1,0 +1,295 @@
+"""DICE maths: probabilities, scores, Elo, Swiss pairing, tournaments, baseline tiers (hand-computed)."""
+
+import math
+import random
+from collections import Counter
+
+import pytest
+from ragcourt.metrics.dice import (
+    Baseline,
+    BaselineTier,
+    MatchOutcome,
+    MatchResult,
+    Placement,
+    PlayedMatch,
+    ProbabilitySource,
+    TournamentMode,
+    apply_round,
+    bootstrap_elo_ci,
+    decision_probabilities,
+    elo_update,
+    expected_score,
+    hard_score,
+    performance_rating,
+    round_robin_schedule,
+    run_tournament,
+    soft_score,
+    swiss_pairs,
+    swiss_rounds,
+    tier_position,
+    vote_probabilities,
+)
+from ragcourt.schema import Label
+
+# --------------------------------------------------------------------------- probabilities
+
+
+def test_softmax_worked_example():
+    """e^-0.5 = 0.606531, e^-1.5 = 0.223130, e^-2 = 0.135335; sum 0.964996."""
+    p = decision_probabilities({"A": -0.5, "B": -1.5, "Tie": -2.0})
+    assert p.p_a == pytest.approx(0.628532, abs=1e-6)
+    assert p.p_b == pytest.approx(0.231224, abs=1e-6)
+    assert p.p_tie == pytest.approx(0.140244, abs=1e-6)
+    assert p.source is ProbabilitySource.LOGPROBS and p.missing == ()
+
+
+def test_softmax_of_log_probabilities_returns_them_and_ignores_other_tokens():
+    p = decision_probabilities({"A": math.log(0.6), "B": math.log(0.3), "Tie": math.log(0.1), "The": -0.1})
+    assert (p.p_a, p.p_b, p.p_tie) == pytest.approx((0.6, 0.3, 0.1))
+
+
+def test_missing_label_is_probability_zero_and_recorded():
+    p = decision_probabilities({"A": math.log(0.5), "B": math.log(0.25)})
+    assert (p.p_a, p.p_b, p.p_tie) == pytest.approx((2 / 3, 1 / 3, 0.0))
+    assert p.missing == (Label.TIE,)
+
+
+def test_token_variants_are_pooled():
+    p = decision_probabilities(
+        {
+            "A": math.log(0.2),
+            " A": math.log(0.2),
+            "B": math.log(0.4),
+            "tie": math.log(0.2),
+            "a": math.log(0.9),
+        }
+    )
+    assert (p.p_a, p.p_b, p.p_tie) == pytest.approx((0.4, 0.4, 0.2))
+
+
+def test_no_decision_token_or_nan_is_na():
+    none = decision_probabilities({"The": -0.1})
+    assert none.p_a is None and none.na_reason == "no logprob for A, B or Tie"
+    nan = decision_probabilities({"A": float("nan"), "B": -1.0})
+    assert nan.p_a is None and "invalid logprob" in nan.na_reason
+
+
+def test_vote_probabilities_exclude_unscored():
+    p = vote_probabilities([Label.A, Label.A, Label.TIE, None])
+    assert (p.p_a, p.p_b, p.p_tie) == pytest.approx((2 / 3, 0.0, 1 / 3))
+    assert (p.n_votes, p.n_unscored, p.source) == (3, 1, ProbabilitySource.VOTES)
+    assert vote_probabilities([None]).na_reason == "no scored votes"
+    with pytest.raises(ValueError):
+        vote_probabilities([Label.YES])
+
+
+def test_hard_and_soft_scores():
+    p = decision_probabilities({"A": math.log(0.6), "B": math.log(0.3), "Tie": math.log(0.1)})
+    assert hard_score(p).value == 1.0
+    assert soft_score(p).value == pytest.approx(0.65)  # 0.6 + 0.1 / 2
+    b_wins = vote_probabilities([Label.B, Label.B, Label.A])
+    assert hard_score(b_wins).value == 0.0
+    assert soft_score(b_wins).value == pytest.approx(1 / 3)
+    assert hard_score(vote_probabilities([Label.TIE])).value == 0.5
+    assert hard_score(vote_probabilities([Label.A, Label.B])).value == 0.5  # shared argmax
+    na = hard_score(vote_probabilities([None]))
+    assert na.value is None and na.na_reason
+
+
+# --------------------------------------------------------------------------- Elo
+
+
+def test_expected_score():
+    assert expected_score(1500, 1500) == 0.5
+    assert expected_score(1600, 1400) == pytest.approx(1 / (1 + 10**-0.5))  # 0.759747
+    assert expected_score(1400, 1600) == pytest.approx(1 - 0.759747, abs=1e-6)
+
+
+def test_elo_update_worked_example():
+    """R_A 1600, R_B 1400, A scores 18 of 30: E_A = 1/(1 + 10^-0.5) = 0.759747;
+    delta = 32 (0.6 - 0.759747) = -5.111902; A 1594.888098, B 1405.111902."""
+    new_a, new_b = elo_update(1600, 1400, s_a_total=18, n_questions=30, k=32)
+    assert new_a == pytest.approx(1594.888098, abs=1e-5)
+    assert new_b == pytest.approx(1405.111902, abs=1e-5)
+    assert elo_update(1500, 1500, 30, 30, k=32) == (1516.0, 1484.0)
+    with pytest.raises(ValueError):
+        elo_update(1500, 1500, 0, 0)
+    with pytest.raises(ValueError):
+        elo_update(1500, 1500, 31, 30)
+
+
+def test_match_result_validation_and_outcome():
+    assert MatchResult.from_outcomes([1, 0.5, 0.5, 0]).outcome_for_a is MatchOutcome.TIE
+    assert MatchResult.from_outcomes([1, 1, 0]).outcome_for_a is MatchOutcome.WIN
+    assert MatchResult(score_a_total=0, n_questions=0).outcome_for_a is None
+    with pytest.raises(ValueError):
+        MatchResult(score_a_total=2.0, n_questions=2, outcomes=(1.0, 0.0))
+    with pytest.raises(ValueError):
+        MatchResult(score_a_total=3.0, n_questions=2)
+
+
+def test_apply_round_uses_pre_round_ratings_and_skips_void():
+    ratings = dict.fromkeys("abcd", 1500.0)
+    matches = [
+        PlayedMatch(system_a="a", system_b="b", result=MatchResult(score_a_total=30, n_questions=30)),
+        PlayedMatch(system_a="c", system_b="d", result=MatchResult(score_a_total=0, n_questions=0)),
+    ]
+    assert apply_round(ratings, matches, k=32) == {"a": 1516.0, "b": 1484.0, "c": 1500.0, "d": 1500.0}
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+def test_swiss_rounds_follow_the_seed():
+    assert swiss_rounds(8) == 4  # seed 001: four rounds of four matches = 16 comparisons for eight systems
+    assert [swiss_rounds(n) for n in (1, 2, 3, 4, 16)] == [0, 1, 3, 3, 5]
+
+
+def test_swiss_pairs_close_ratings_and_avoids_rematch():
+    ratings = {"a": 1600.0, "b": 1590.0, "c": 1500.0, "d": 1400.0}
+    assert swiss_pairs(ratings, played=set(), seed=0).pairs == (("a", "b"), ("c", "d"))
+    # without a-b, squared gaps prefer a-c + b-d (100^2 + 190^2) over a-d + b-c (200^2 + 90^2)
+    rematch_free = swiss_pairs(ratings, played={frozenset("ab")}, seed=0)
+    assert rematch_free.pairs == (("a", "c"), ("b", "d")) and rematch_free.rematches == ()
+
+
+def test_swiss_forced_rematch_is_reported():
+    ratings = {"a": 1510.0, "b": 1490.0}
+    pairing = swiss_pairs(ratings, played={frozenset("ab")}, seed=0)
+    assert pairing.pairs == (("a", "b"),) and pairing.rematches == (("a", "b"),)
+
+
+def test_bye_goes_to_lowest_rated_without_bye():
+    ratings = {"a": 1600.0, "b": 1550.0, "c": 1500.0}
+    assert swiss_pairs(ratings, set(), seed=0).bye == "c"
+    assert swiss_pairs(ratings, set(), seed=0, had_bye={"c"}).bye == "b"
+    assert swiss_pairs(ratings, set(), seed=0, had_bye={"a", "b", "c"}).bye == "c"
+
+
+def test_swiss_pairing_is_deterministic_for_a_seed_and_seed_breaks_ties():
+    ratings = dict.fromkeys("abcdefgh", 1500.0)
+    first = [swiss_pairs(ratings, set(), seed=s).pairs for s in range(6)]
+    again = [swiss_pairs(ratings, set(), seed=s).pairs for s in range(6)]
+    assert first == again
+    assert len(set(first)) > 1  # equal ratings: the seed decides
+
+
+def test_round_robin_schedule_covers_every_pair_once():
+    rounds = round_robin_schedule([f"s{i}" for i in range(8)])
+    pairs = [frozenset(p) for r in rounds for p in r.pairs]
+    assert len(rounds) == 7 and len(pairs) == 28 == len(set(pairs))
+    odd = round_robin_schedule(list("abcde"))
+    assert len(odd) == 5 and Counter(r.bye for r in odd) == dict.fromkeys("abcde", 1)
+    assert len({frozenset(p) for r in odd for p in r.pairs}) == 10
+
+
+# --------------------------------------------------------------------------- tournaments
+
+
+def _coin_flips(seed: int, n_questions: int = 6):
+    rng = random.Random(seed)
+
+    def match(a: str, b: str) -> MatchResult:
+        return MatchResult.from_outcomes([float(rng.random() < 0.5) for _ in range(n_questions)])
+
+    return match
+
+
+def test_swiss_eight_systems_sixteen_matches_no_rematch():
+    systems = [f"S{i}" for i in range(1, 9)]
+    swiss = run_tournament(systems, _coin_flips(1), seed=1, n_bootstrap=0)
+    pairs = [frozenset(p) for r in swiss.rounds for p in r.pairing.pairs]
+    assert len(swiss.rounds) == 4 and swiss.n_matches == 16 and len(set(pairs)) == 16
+    assert all(st.matches == 4 and st.wins + st.ties + st.losses == 4 for st in swiss.standings)
+    full = run_tournament(systems, _coin_flips(1), mode=TournamentMode.ROUND_ROBIN, n_bootstrap=0)
+    assert full.n_matches == 28
+
+
+@pytest.mark.parametrize("n_systems", [5, 7])
+def test_byes_for_odd_counts_at_most_one_each_until_all_had_one(n_systems):
+    systems = [f"S{i}" for i in range(n_systems)]
+    for seed in range(5):
+        t = run_tournament(systems, _coin_flips(seed), rounds=n_systems, seed=seed, n_bootstrap=0)
+        byes = [r.pairing.bye for r in t.rounds]
+        assert Counter(byes) == dict.fromkeys(systems, 1)  # n rounds: everybody exactly one bye
+        pairs = [frozenset(p) for r in t.rounds for p in r.pairing.pairs]
+        assert len(pairs) == len(set(pairs))  # and still no rematch
+        assert {st.system: st.byes for st in t.standings} == dict.fromkeys(systems, 1)
+
+
+def test_tournament_is_deterministic_for_a_seed():
+    systems = [f"S{i}" for i in range(1, 9)]
+    first = run_tournament(systems, _coin_flips(7), seed=3, n_bootstrap=50)
+    again = run_tournament(systems, _coin_flips(7), seed=3, n_bootstrap=50)
+    assert first == again
+
+
+def test_elo_and_bootstrap_on_a_deterministic_match():
+    """A wins all 30 questions: one Swiss round (two systems), 1516 / 1484, and a zero-width interval."""
+    t = run_tournament(
+        ["A", "B"], lambda a, b: MatchResult.from_outcomes([1.0 if a == "A" else 0.0] * 30), seed=0
+    )
+    top, bottom = t.standings
+    assert (top.system, top.elo, top.wins) == ("A", 1516.0, 1)
+    assert (bottom.system, bottom.elo, bottom.losses) == ("B", 1484.0, 1)
+    assert (top.elo_ci.low, top.elo_ci.high) == (1516.0, 1516.0)
+
+
+def test_bootstrap_ci_brackets_and_needs_outcomes():
+    match = PlayedMatch(system_a="a", system_b="b", result=MatchResult.from_outcomes([1, 1, 1, 0] * 5))
+    ci = bootstrap_elo_ci([[match]], ["a", "b"], k=32, n_resamples=500, seed=1)
+    assert ci["a"].low < 1508.0 < ci["a"].high  # point estimate 1500 + 32 (0.75 - 0.5) = 1508
+    assert ci == bootstrap_elo_ci([[match]], ["a", "b"], k=32, n_resamples=500, seed=1)
+    totals_only = PlayedMatch(
+        system_a="a", system_b="b", result=MatchResult(score_a_total=15, n_questions=20)
+    )
+    na = bootstrap_elo_ci([[totals_only]], ["a", "b"])
+    assert na["a"].low is None and "no per-question outcomes" in na["a"].na_reason
+
+
+# --------------------------------------------------------------------------- baseline tiers
+
+HIGH = Baseline(name="S1", tier=BaselineTier.HIGH, rating=1600.0)
+MEDIUM = Baseline(name="S4", tier=BaselineTier.MEDIUM, rating=1500.0)
+LOW = Baseline(name="S8", tier=BaselineTier.LOW, rating=1400.0)
+
+
+def test_tier_position_symmetric_example():
+    """Shares 0.25 / 0.5 / 0.75 against 1600 / 1500 / 1400: at R = 1500 the expectations are
+    E(1500,1600) + E(1500,1500) + E(1500,1400) = 0.240253 + 0.5 + 0.759747 = 1.5 = observed."""
+    position = tier_position(
+        [
+            (LOW, MatchResult.from_outcomes([1, 1, 1, 0])),
+            (HIGH, MatchResult.from_outcomes([1, 0, 0, 0])),
+            (MEDIUM, MatchResult.from_outcomes([1, 0.5, 0.5, 0])),
+        ]
+    )
+    assert position.elo.value == pytest.approx(1500.0, abs=1e-6)
+    assert [r.baseline.tier for r in position.records] == list(BaselineTier)
+    high, medium, low = position.records
+    assert (high.question_wins, high.question_losses, high.outcome) == (1, 3, MatchOutcome.LOSS)
+    assert (medium.question_wins, medium.question_ties, medium.outcome) == (1, 2, MatchOutcome.TIE)
+    assert (low.question_wins, low.outcome) == (3, MatchOutcome.WIN)
+    assert position.placement is Placement.MEDIUM_TO_LOW  # 1500 is not above the medium baseline
+
+
+def test_tier_position_between_high_and_medium():
+    position = tier_position(
+        [
+            (HIGH, MatchResult.from_outcomes([1, 0, 0, 0])),
+            (MEDIUM, MatchResult.from_outcomes([1, 1, 1, 0, 0])),
+            (LOW, MatchResult.from_outcomes([1, 1, 1, 0])),
+        ]
+    )
+    rating = position.elo.value
+    assert sum(expected_score(rating, r) for r in (1600, 1500, 1400)) == pytest.approx(0.25 + 0.6 + 0.75)
+    assert 1500 < rating < 1600 and position.placement is Placement.HIGH_TO_MEDIUM
+
+
+def test_tier_position_all_won_is_unbounded_but_placed():
+    position = tier_position([(b, MatchResult.from_outcomes([1.0, 1.0])) for b in (HIGH, MEDIUM, LOW)])
+    assert position.elo.value is None and "unbounded above" in position.na_reason
+    assert position.placement is Placement.ABOVE_HIGH
+    assert performance_rating([]).value is None
+    with pytest.raises(ValueError):
+        tier_position([(HIGH, MatchResult.from_outcomes([1.0]))])

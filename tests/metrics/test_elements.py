@@ -1,0 +1,201 @@
+"""Element-level attribution, pointer filter and measurement noise (seed 003)."""
+
+import math
+
+import pytest
+from ragcourt.metrics.elements import (
+    element_coverage,
+    element_outcome,
+    element_status,
+    is_noise,
+    is_pointer_element,
+    needs_loose,
+    noise_band,
+    run_to_run_noise,
+    sample_elements,
+    status_shares,
+)
+from ragcourt.schema import Element, ElementStatus
+
+T, F, U = True, False, None
+S = ElementStatus
+
+
+@pytest.mark.parametrize(
+    ("in_context", "in_loose", "in_answer", "status"),
+    [
+        (T, U, T, S.ANSWERED),
+        (F, F, T, S.ANSWERED),  # answered wins over any context verdict
+        (U, U, T, S.ANSWERED),
+        (T, U, F, S.GENERATION_GAP),
+        (T, F, F, S.GENERATION_GAP),  # normal context wins over the loose verdict
+        (F, T, F, S.RETRIEVAL_GAP),
+        (F, F, F, S.DOCUMENT_GAP),
+        (F, U, F, S.UNDECIDED),  # loose run did not happen
+        (U, T, F, S.UNDECIDED),  # normal-context verdict unscored
+        (T, T, U, S.UNDECIDED),  # answer verdict unscored
+        (U, U, U, S.UNDECIDED),
+    ],
+)
+def test_element_status_precedence(in_context, in_loose, in_answer, status):
+    assert element_status(in_context, in_loose, in_answer) is status
+
+
+def _outcomes():
+    verdicts = [
+        ("在明细表中确认识别编号和消息内容", T, U, T),
+        ("大多数情况下不需要营业网点处理", F, F, F),
+        ("approval needs two signatures", F, T, F),
+        ("limit is 5 million", T, U, F),
+        ("unscored one", U, U, U),
+    ]
+    return [
+        element_outcome(Element(id=f"e{i}", text=text, index=i), c, lo, a)
+        for i, (text, c, lo, a) in enumerate(verdicts)
+    ]
+
+
+def test_sample_fields_as_in_the_seed():
+    summary = sample_elements(_outcomes())
+    assert summary.covered_elements == ("在明细表中确认识别编号和消息内容", "limit is 5 million")
+    assert summary.newly_covered_in_loose == ("approval needs two signatures",)
+    assert summary.uncovered_in_loose == ("大多数情况下不需要营业网点处理",)
+    assert summary.answered == ("在明细表中确认识别编号和消息内容",)
+    assert summary.coverage.value == pytest.approx(0.5)  # 2 of 4 decided
+    assert summary.coverage.n == 4 and summary.coverage.n_unscored == 1
+
+
+def test_coverage_edge_cases():
+    assert element_coverage([]).na_reason == "the sample has no elements"
+    only_unscored = [element_outcome(Element(id="e", text="x", index=0), U, U, U)]
+    assert element_coverage(only_unscored).value is None
+
+
+@pytest.mark.parametrize(
+    ("coverage", "expected"),
+    [(0.5, True), (0.59, True), (0.6, False), (0.75, False), (None, False), (0.0, True)],
+)
+def test_needs_loose_strictly_under_threshold(coverage, expected):
+    assert needs_loose(coverage) is expected
+
+
+def test_needs_loose_custom_threshold():
+    assert needs_loose(0.7, threshold=0.8)
+
+
+def test_run_level_shares():
+    statuses = (
+        [S.ANSWERED] * 4
+        + [S.GENERATION_GAP] * 3
+        + [S.RETRIEVAL_GAP]
+        + [S.DOCUMENT_GAP] * 2
+        + [S.UNDECIDED] * 2
+    )
+    result = status_shares(statuses)
+    assert result.n_decided == 10 and result.n_undecided == 2
+    assert result.counts[S.GENERATION_GAP] == 3 and result.counts[S.UNDECIDED] == 2
+    assert result.shares[S.ANSWERED].value == pytest.approx(0.4)
+    assert result.shares[S.DOCUMENT_GAP].value == pytest.approx(0.2)
+    assert result.shares[S.ANSWERED].n == 10 and result.shares[S.ANSWERED].n_unscored == 2
+    assert S.UNDECIDED not in result.shares
+    assert result.gap_shares[S.GENERATION_GAP].value == pytest.approx(0.5)  # 3 of 6 gaps
+    assert result.gap_shares[S.RETRIEVAL_GAP].value == pytest.approx(1 / 6)
+    assert result.gap_shares[S.DOCUMENT_GAP].value == pytest.approx(1 / 3)
+
+
+def test_run_level_shares_without_decided_or_gaps():
+    nothing = status_shares([S.UNDECIDED])
+    assert nothing.shares[S.ANSWERED].value is None and nothing.n_undecided == 1
+    all_answered = status_shares([S.ANSWERED, S.ANSWERED])
+    assert all_answered.shares[S.ANSWERED].value == 1.0
+    assert all_answered.gap_shares[S.DOCUMENT_GAP].value is None
+
+
+# --------------------------------------------------------------------------- pointer elements
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See section 3.2.",
+        "see Section X",
+        "Refer to chapter 3",
+        "For details, see the Approval Rules > Authority > Branch limits.",
+        "Please refer to Appendix B for more details.",
+        "Details are in Chapter 4",
+        "As specified in Article 12.",
+        "详见第X节",
+        "详见第三章",
+        "详细内容请参见某某规则集 > 审批权限 > 某某",
+        "具体见《费用报销管理办法》第五条的规定",
+        "请参阅附件2。",
+    ],
+)
+def test_pointer_elements(text):
+    assert is_pointer_element(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The approval limit is 5 million; see section 3",
+        "See section 3 for the approval limit of 5 million",
+        "Click Settings > Approval > Limits",  # a UI path: the location is the answer
+        "在明细表中确认识别编号和消息内容",
+        "审批额度为500万元，详见第三节",
+        "大多数情况下不需要营业网点处理",
+        "See the manager",  # not a place in the documents
+        "",
+    ],
+)
+def test_not_pointer_elements(text):
+    assert not is_pointer_element(text)
+
+
+# --------------------------------------------------------------------------- measurement noise
+
+
+def test_noise_band_reproduces_seed_298_questions():
+    band = noise_band(0.14, 298)
+    assert band == pytest.approx(1.96 * 0.14 / math.sqrt(298))
+    assert band == pytest.approx(0.015, abs=0.001)  # seed: about ±0.015
+
+
+def test_noise_band_reproduces_seed_25_questions():
+    band = noise_band(0.14, 25)
+    assert band == pytest.approx(0.05488)
+    assert band == pytest.approx(0.05, abs=0.005)  # seed: about ±0.05
+
+
+def test_plain_standard_error_does_not_reproduce_seed():
+    assert noise_band(0.14, 298, z=1.0) == pytest.approx(0.0081, abs=1e-4)  # about half the seed's 0.015
+
+
+def test_noise_band_rejects_bad_input():
+    with pytest.raises(ValueError):
+        noise_band(0.14, 0)
+
+
+def test_run_to_run_noise_hand_computed():
+    run_a = {"q1": 0.5, "q2": 1.0, "q3": 0.0, "only_a": 1.0}
+    run_b = {"q1": 0.7, "q2": 0.8, "q3": 0.3, "only_b": 0.0}
+    noise = run_to_run_noise(run_a, run_b)
+    # differences 0.2, -0.2, 0.3; mean 0.1; deviations 0.1, -0.3, 0.2; sum sq 0.14; var 0.07
+    assert noise.n_questions == 3 and noise.n_unpaired == 2
+    assert noise.mean_difference == pytest.approx(0.1)
+    assert noise.per_question_sd == pytest.approx(math.sqrt(0.07))
+    assert noise.band == pytest.approx(1.96 * math.sqrt(0.07) / math.sqrt(3))
+    assert noise.na_reason is None
+
+
+def test_run_to_run_noise_needs_two_shared_questions():
+    noise = run_to_run_noise({"q1": 0.5}, {"q1": 0.7, "q2": 0.1})
+    assert noise.per_question_sd is None and noise.band is None and noise.na_reason
+
+
+def test_is_noise():
+    band = noise_band(0.14, 25)
+    assert is_noise(0.02, band)  # the seed's "+0.02 on an unchanged group" is noise
+    assert is_noise(-0.05, band)
+    assert not is_noise(0.13, band)  # the seed's +0.13 after removing pointer elements is not
+    assert is_noise(band, band)  # inclusive
