@@ -1,1 +1,35 @@
-"""ragcourt: evaluate RAG systems and say where quality is lost."""
+"""ragcourt: evaluate RAG systems and say where quality is lost (retrieval, generation or documents).
+
+The public API is loaded on first use, so `import ragcourt` stays light and builds nothing.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "evaluate": "ragcourt.api",
+    "aevaluate": "ragcourt.api",
+    "astream": "ragcourt.api",
+    "EvalResult": "ragcourt.api",
+    "Workspace": "ragcourt.api",
+    "EvalConfig": "ragcourt.config",
+    "JudgeSpec": "ragcourt.config",
+    "load_config": "ragcourt.config",
+    "ReferenceRAG": "ragcourt.systems",
+    "LangChainSystem": "ragcourt.systems",
+    "Precomputed": "ragcourt.systems",
+    "RAGSystem": "ragcourt.systems",
+    "load_samples": "ragcourt.datasets",
+    "load_hotpotqa": "ragcourt.datasets",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'ragcourt' has no attribute {name!r}")

@@ -17,6 +17,7 @@ What is accepted on purpose:
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -222,7 +223,7 @@ def _json_samples_array(path: Path, text: str, value: Any) -> Iterator[tuple[int
                 pos = _skip_whitespace(text, pos + 1)
         yield from _json_array_items(text, samples_at)
         return
-    found = type(value).__name__ if not isinstance(value, dict) else "an object without a 'samples' list"
+    found = _type_name(value) if not isinstance(value, dict) else "an object without a 'samples' list"
     raise DatasetError(
         path, f"expected a JSON list of samples or an object with a 'samples' list, got {found}"
     )
@@ -560,6 +561,10 @@ def _failing(error: _RowError) -> Callable[[], Any]:
     return fail
 
 
+def _json_row(text: str, offset: int) -> Any:
+    return _json_value(text, offset)[0]
+
+
 def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> LoadResult:
     """Samples from a .jsonl, .json or .csv file (see the module docstring and README for the fields).
 
@@ -581,7 +586,7 @@ def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> Lo
         text = _decode(path, data)
         document = _json_document(path, text)
         for line, offset in _json_samples_array(path, text, document):
-            collector.add(line, lambda offset=offset: _json_value(text, offset)[0])
+            collector.add(line, functools.partial(_json_row, text, offset))
     else:
         _csv_rows(path, _decode(path, data), collector)
     return collector.result()

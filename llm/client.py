@@ -30,10 +30,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, ValidationError
-
 from ragcourt.llm.cache import LLMCache, cache_key
 from ragcourt.llm.limits import EndpointLimiter
-from ragcourt.llm.retry import RetryPolicy, call_with_retries, is_timeout
+from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy, call_with_retries, is_timeout
 from ragcourt.llm.spec import StructuredMethod
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.schema import TokenUsage, UnscoredReason, VerdictStatus
@@ -236,7 +235,7 @@ class LLMClient:
         cache: LLMCache | None = None,
         limiter: EndpointLimiter | None = None,
         usage: UsageMeter | None = None,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy = DEFAULT_RETRY,
         params: dict[str, Any] | None = None,
     ):
         if method is StructuredMethod.AUTO:

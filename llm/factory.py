@@ -12,11 +12,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
-
+from pydantic import SecretStr
 from ragcourt.llm.cache import LLMCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.limits import EndpointLimiter
-from ragcourt.llm.retry import RetryPolicy
+from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy
 from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 
@@ -76,11 +76,11 @@ def build_chat_model(
         model=spec.model,
         # Always explicit, so OPENAI_BASE_URL / OPENAI_API_BASE in the environment cannot redirect a spec.
         base_url=spec.endpoint,
-        api_key=_api_key_for(spec, api_key),
+        api_key=SecretStr(_api_key_for(spec, api_key)),
         timeout=timeout_s,
         max_retries=0,
         temperature=temperature,
-        max_tokens=max_tokens,
+        max_completion_tokens=max_tokens,  # the field max_tokens, by its alias
         # None (not False) keeps the field out of the request for servers that reject it.
         logprobs=True if logprobs else None,
         top_logprobs=top_logprobs,
@@ -94,7 +94,7 @@ def build_client(
     cache: LLMCache | None = None,
     limiter: EndpointLimiter | None = None,
     usage: UsageMeter | None = None,
-    retry: RetryPolicy = RetryPolicy(),
+    retry: RetryPolicy = DEFAULT_RETRY,
     api_key: str | None = None,
     timeout_s: float = 60.0,
     temperature: float = 0.0,

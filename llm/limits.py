@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from types import TracebackType
+from typing import Self
 
 from ragcourt.llm.spec import OPENAI_API_BASE_URL
 
@@ -38,7 +39,9 @@ class EndpointLimiter:
         # The lock queues waiters in order, so a burst of callers is spread evenly, none starved.
         async with self._bucket_lock:
             now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._refilled_at) * self.requests_per_second)
+            self._tokens = min(
+                self.burst, self._tokens + (now - self._refilled_at) * self.requests_per_second
+            )
             self._refilled_at = now
             if self._tokens < 1.0:
                 await asyncio.sleep((1.0 - self._tokens) / self.requests_per_second)
@@ -46,7 +49,7 @@ class EndpointLimiter:
                 self._refilled_at = time.monotonic()
             self._tokens -= 1.0
 
-    async def __aenter__(self) -> EndpointLimiter:
+    async def __aenter__(self) -> Self:
         await self._slots.acquire()
         try:
             await self._take_token()

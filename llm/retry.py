@@ -98,6 +98,9 @@ class RetryPolicy(BaseModel):
         return min(backoff, self.max_delay_s)
 
 
+DEFAULT_RETRY = RetryPolicy()
+
+
 @dataclass(frozen=True)
 class Attempted(Generic[R]):
     """What came of a call under a retry policy: its value or its last error, and how many tries."""

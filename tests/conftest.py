@@ -18,9 +18,9 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
-from fakes.network_guard import NetworkGuard  # noqa: E402 - needs the sys.path line above
-from fakes.openai_server import FakeOpenAIServer  # noqa: E402
-from fakes.scripted_model import ScriptedChatModel  # noqa: E402
+from fakes.network_guard import NetworkGuard
+from fakes.openai_server import FakeOpenAIServer
+from fakes.scripted_model import ScriptedChatModel
 
 
 @pytest.fixture(autouse=True)

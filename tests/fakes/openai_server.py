@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from fakes.schema_text import find_json_schema
 
@@ -316,7 +316,7 @@ class FakeOpenAIServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> FakeOpenAIServer:
+    def start(self) -> Self:
         handler = _handler_for(self)
         httpd = ThreadingHTTPServer((self._host, 0), handler)
         httpd.daemon_threads = True
@@ -336,7 +336,7 @@ class FakeOpenAIServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> FakeOpenAIServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -360,7 +360,9 @@ class FakeOpenAIServer:
     def chat_requests(self) -> list[ChatRequest]:
         with self._lock:
             return [
-                ChatRequest(body=r.body or {}, number=r.number or 0) for r in self.requests if r.path == CHAT_PATH
+                ChatRequest(body=r.body or {}, number=r.number or 0)
+                for r in self.requests
+                if r.path == CHAT_PATH
             ]
 
     def _log(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int | None, Fault | None]:
@@ -371,7 +373,9 @@ class FakeOpenAIServer:
                 self._post_count += 1
                 number = self._post_count
                 fault = self.faults.fault_for(number)
-            self.requests.append(LoggedRequest(number=number, method=method, path=path, body=body, fault=fault))
+            self.requests.append(
+                LoggedRequest(number=number, method=method, path=path, body=body, fault=fault)
+            )
             return number, fault
 
     # ------------------------------------------------------------------ answers
@@ -403,7 +407,7 @@ class FakeOpenAIServer:
     def _chat_answer(self, request: ChatRequest, fault: Fault | None) -> _Answer:
         try:
             produced = self.responder(request)
-        except Exception as error:  # a test's responder is wrong: say so to the client, keep it for the test
+        except Exception as error:  # noqa: BLE001 - a test's responder is wrong: tell the client, keep it for the test
             with self._lock:
                 self.responder_errors.append(error)
             return _Answer(400, _error_body(f"responder failed: {error!r}", "invalid_request_error"))
@@ -442,7 +446,8 @@ class FakeOpenAIServer:
                         "logprob": logprob,
                         "bytes": list(token.encode("utf-8")),
                         "top_logprobs": [
-                            {"token": t, "logprob": lp, "bytes": list(t.encode("utf-8"))} for t, lp in top[:keep]
+                            {"token": t, "logprob": lp, "bytes": list(t.encode("utf-8"))}
+                            for t, lp in top[:keep]
                         ],
                     }
                     for token, logprob, top in reply.logprobs
@@ -457,7 +462,9 @@ class FakeOpenAIServer:
                 "object": "chat.completion",
                 "created": 0,
                 "model": request.model,
-                "choices": [{"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish_reason}],
+                "choices": [
+                    {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish_reason}
+                ],
                 "usage": {
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,
@@ -469,7 +476,9 @@ class FakeOpenAIServer:
     @staticmethod
     def _embeddings_answer(body: dict[str, Any]) -> _Answer:
         inputs = body.get("input")
-        items = inputs if isinstance(inputs, list) and not all(isinstance(x, int) for x in inputs) else [inputs]
+        items = (
+            inputs if isinstance(inputs, list) and not all(isinstance(x, int) for x in inputs) else [inputs]
+        )
         dimensions = int(body.get("dimensions") or 8)
         data = [
             {"object": "embedding", "index": i, "embedding": _fake_embedding(item, dimensions)}
@@ -491,7 +500,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean; the server's own log is `server.requests`
 
         def _send(self, answer: _Answer) -> None:
@@ -507,10 +516,10 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up (its timeout); nothing to answer
 
-        def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        def do_GET(self) -> None:
             self._send(server._answer("GET", self.path, None))
 
-        def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             try:

@@ -95,7 +95,9 @@ class ScriptedChatModel(BaseChatModel):
             scripted = self.script.pop(0) if self.script else None
         if scripted is None:
             if schema_name not in self.builders:
-                raise LookupError(f"no builder for output schema {schema_name!r}; builders: {sorted(self.builders)}")
+                raise LookupError(
+                    f"no builder for output schema {schema_name!r}; builders: {sorted(self.builders)}"
+                )
             scripted = self.builders[schema_name](request)
         text = scripted if isinstance(scripted, str) else json.dumps(scripted)
 

@@ -21,7 +21,6 @@ from fakes.openai_server import (
 )
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
-
 from ragcourt.llm.cache import LLMCache, MemoryCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.factory import build_client
@@ -64,7 +63,9 @@ def client_for(
 
 async def test_function_calling_end_to_end(openai_server: FakeOpenAIServer) -> None:
     openai_server.builders["Decision"] = answer_yes
-    result = await client_for(openai_server, StructuredMethod.FUNCTION_CALLING).structured_call(QUESTION, Decision)
+    result = await client_for(openai_server, StructuredMethod.FUNCTION_CALLING).structured_call(
+        QUESTION, Decision
+    )
 
     assert result.status is VerdictStatus.OK
     assert result.value == Decision(label="yes", reason="ok")
@@ -94,7 +95,9 @@ async def test_json_schema_end_to_end(openai_server: FakeOpenAIServer) -> None:
     assert openai_server.count(CHAT_PATH) == 1
 
 
-async def test_json_mode_end_to_end_puts_the_schema_in_the_system_message(openai_server: FakeOpenAIServer) -> None:
+async def test_json_mode_end_to_end_puts_the_schema_in_the_system_message(
+    openai_server: FakeOpenAIServer,
+) -> None:
     openai_server.builders["Decision"] = answer_yes
     messages = [SystemMessage(content="You are a careful judge."), *QUESTION]
     result = await client_for(openai_server, StructuredMethod.JSON_MODE).structured_call(messages, Decision)
@@ -179,7 +182,11 @@ async def test_parse_failure_after_repair_is_cached_and_not_repeated(openai_serv
     again = await client.structured_call(QUESTION, Decision)
 
     assert openai_server.count() == 2
-    assert (again.status, again.reason, again.cached) == (VerdictStatus.UNSCORED, UnscoredReason.PARSE_FAILURE, True)
+    assert (again.status, again.reason, again.cached) == (
+        VerdictStatus.UNSCORED,
+        UnscoredReason.PARSE_FAILURE,
+        True,
+    )
     assert again.raw_text == first.raw_text == '{"broken": tru'
     assert again.usage == TokenUsage(cached_calls=2)
 
@@ -187,7 +194,9 @@ async def test_parse_failure_after_repair_is_cached_and_not_repeated(openai_serv
 async def test_transport_errors_are_not_cached(openai_server: FakeOpenAIServer) -> None:
     openai_server.builders["Decision"] = answer_yes
     openai_server.faults.then(status_500(), status_500())
-    client = client_for(openai_server, cache=MemoryCache(), retry=FAST_RETRY.model_copy(update={"max_attempts": 2}))
+    client = client_for(
+        openai_server, cache=MemoryCache(), retry=FAST_RETRY.model_copy(update={"max_attempts": 2})
+    )
 
     failed = await client.structured_call(QUESTION, Decision)
     assert (failed.reason, openai_server.count()) == (UnscoredReason.ERROR, 2)
@@ -200,7 +209,9 @@ async def test_transport_errors_are_not_cached(openai_server: FakeOpenAIServer) 
 async def test_a_rerun_repeats_only_the_repair_call_that_failed(openai_server: FakeOpenAIServer) -> None:
     openai_server.builders["Decision"] = answer_yes
     openai_server.faults.then(malformed_json(), status_500(), status_500())
-    client = client_for(openai_server, cache=MemoryCache(), retry=FAST_RETRY.model_copy(update={"max_attempts": 2}))
+    client = client_for(
+        openai_server, cache=MemoryCache(), retry=FAST_RETRY.model_copy(update={"max_attempts": 2})
+    )
 
     interrupted = await client.structured_call(QUESTION, Decision)
     assert (interrupted.reason, interrupted.attempts, openai_server.count()) == (UnscoredReason.ERROR, 3, 3)
@@ -244,9 +255,9 @@ async def test_500_then_success_is_retried(openai_server: FakeOpenAIServer) -> N
 async def test_persistent_500_ends_unscored_error_after_max_attempts(openai_server: FakeOpenAIServer) -> None:
     openai_server.builders["Decision"] = answer_yes
     openai_server.faults = FaultPlan(seed=1, probability=1.0, mix=[status_500()])
-    result = await client_for(openai_server, retry=FAST_RETRY.model_copy(update={"max_attempts": 3})).structured_call(
-        QUESTION, Decision
-    )
+    result = await client_for(
+        openai_server, retry=FAST_RETRY.model_copy(update={"max_attempts": 3})
+    ).structured_call(QUESTION, Decision)
 
     assert (result.status, result.reason) == (VerdictStatus.UNSCORED, UnscoredReason.ERROR)
     assert (result.attempts, openai_server.count(CHAT_PATH)) == (3, 3)
@@ -316,7 +327,9 @@ async def test_malformed_then_valid_on_repair_is_ok(openai_server: FakeOpenAISer
     assert openai_server.chat_requests()[1].messages[1]["content"] == "Sure! Here it is: {not json at all"
 
 
-async def test_wrong_fields_are_repaired_with_the_validation_error_shown(openai_server: FakeOpenAIServer) -> None:
+async def test_wrong_fields_are_repaired_with_the_validation_error_shown(
+    openai_server: FakeOpenAIServer,
+) -> None:
     answers = iter([{"label": "yes"}, dict(ANSWER)])
     openai_server.builders["Decision"] = lambda request: next(answers)
     result = await client_for(openai_server).structured_call(QUESTION, Decision)
@@ -424,7 +437,11 @@ async def test_usage_is_counted_per_role_with_cost(openai_server: FakeOpenAIServ
     assert (judge_totals.calls, judge_totals.cached_calls) == (2, 1)
     assert judge_totals.cost_usd == pytest.approx((8 * 1.0 + 16 * 2.0) / 1000)
     decomposer_totals = totals[(spec.id, "decomposer")]
-    assert (decomposer_totals.prompt_tokens, decomposer_totals.completion_tokens, decomposer_totals.calls) == (6, 8, 1)
+    assert (
+        decomposer_totals.prompt_tokens,
+        decomposer_totals.completion_tokens,
+        decomposer_totals.calls,
+    ) == (6, 8, 1)
     assert decomposer_totals.cost_usd == pytest.approx((6 * 1.0 + 8 * 2.0) / 1000)
     assert openai_server.count() == 3
 

@@ -8,7 +8,6 @@ import pytest
 from fakes.scripted_model import ScriptedChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
-
 from ragcourt.llm.cache import MemoryCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.spec import StructuredMethod
@@ -23,7 +22,9 @@ class Verdict(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
 
 
-def client(model: ScriptedChatModel, method: StructuredMethod = StructuredMethod.FUNCTION_CALLING) -> LLMClient:
+def client(
+    model: ScriptedChatModel, method: StructuredMethod = StructuredMethod.FUNCTION_CALLING
+) -> LLMClient:
     return LLMClient(model, model_id="scripted:judge", method=method)
 
 
@@ -39,8 +40,12 @@ async def test_builders_answer_by_schema_name(scripted_model: MakeModel) -> None
 
 
 @pytest.mark.parametrize("method", [m for m in StructuredMethod if m is not StructuredMethod.AUTO])
-async def test_invalid_then_valid_output_is_repaired_once(scripted_model: MakeModel, method: StructuredMethod) -> None:
-    model = scripted_model(script=['{"label": "perhaps", "confidence": 0.5}', {"label": "no", "confidence": 0.5}])
+async def test_invalid_then_valid_output_is_repaired_once(
+    scripted_model: MakeModel, method: StructuredMethod
+) -> None:
+    model = scripted_model(
+        script=['{"label": "perhaps", "confidence": 0.5}', {"label": "no", "confidence": 0.5}]
+    )
     result = await client(model, method).structured_call(QUESTION, Verdict)
 
     assert result.status is VerdictStatus.OK
@@ -49,12 +54,17 @@ async def test_invalid_then_valid_output_is_repaired_once(scripted_model: MakeMo
     repair = model.requests[1].messages
     original = [m for m in repair if not isinstance(m, SystemMessage)]  # JSON mode adds the schema
     assert original[0] == QUESTION[0]
-    assert isinstance(original[1], AIMessage) and original[1].content == '{"label": "perhaps", "confidence": 0.5}'
+    assert (
+        isinstance(original[1], AIMessage)
+        and original[1].content == '{"label": "perhaps", "confidence": 0.5}'
+    )
     assert isinstance(original[2], HumanMessage)
     assert "label: String should match pattern '^(yes|no)$'" in str(original[2].content)
 
 
-async def test_two_invalid_outputs_end_parse_failure_with_the_last_raw_text(scripted_model: MakeModel) -> None:
+async def test_two_invalid_outputs_end_parse_failure_with_the_last_raw_text(
+    scripted_model: MakeModel,
+) -> None:
     model = scripted_model(script=['{"label": "yes"}', '{"label": "yes", "confidence": 7}'])
     result = await client(model).structured_call(QUESTION, Verdict)
 
@@ -75,7 +85,11 @@ async def test_broken_tool_arguments_are_kept_verbatim(scripted_model: MakeModel
 async def test_empty_output_is_a_parse_problem(scripted_model: MakeModel) -> None:
     model = scripted_model(script=["", ""])
     result = await client(model, StructuredMethod.JSON_SCHEMA).structured_call(QUESTION, Verdict)
-    assert (result.reason, result.detail, model.calls) == (UnscoredReason.PARSE_FAILURE, "the output was empty", 2)
+    assert (result.reason, result.detail, model.calls) == (
+        UnscoredReason.PARSE_FAILURE,
+        "the output was empty",
+        2,
+    )
 
 
 async def test_a_code_fenced_json_answer_is_accepted(scripted_model: MakeModel) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import urllib.request
@@ -42,10 +43,8 @@ def test_the_guard_blocks_a_connect_to_a_private_address(network_guard: NetworkG
 
 def test_the_guard_blocks_even_when_the_caller_swallows_the_error(network_guard: NetworkGuard) -> None:
     assert_guard_installed()
-    try:
+    with contextlib.suppress(Exception):  # what careless code would do
         urllib.request.urlopen("http://10.0.0.1/", timeout=0.1)
-    except Exception:  # noqa: BLE001 - what careless code would do
-        pass
     assert any("10.0.0.1" in v for v in network_guard.acknowledge())
 
 
@@ -90,7 +89,9 @@ def post(server: FakeOpenAIServer, path: str, body: dict) -> tuple[int, dict]:
 
 
 def test_embeddings_are_deterministic_unit_vectors(openai_server: FakeOpenAIServer) -> None:
-    status, first = post(openai_server, EMBEDDINGS_PATH, {"model": "e", "input": ["abcd", "efgh"], "dimensions": 4})
+    status, first = post(
+        openai_server, EMBEDDINGS_PATH, {"model": "e", "input": ["abcd", "efgh"], "dimensions": 4}
+    )
     _, again = post(openai_server, EMBEDDINGS_PATH, {"model": "e", "input": "abcd", "dimensions": 4})
     assert status == 200
     vectors = [item["embedding"] for item in first["data"]]
@@ -106,9 +107,16 @@ def test_faults_by_number_queue_and_seeded_probability_are_all_logged() -> None:
     plan = FaultPlan(seed=42, probability=0.5, mix=[status_500()])
     plan.at(2, malformed_json())
     with FakeOpenAIServer(builders={"X": lambda request: {"a": 1}}, faults=plan) as server:
-        body = {"model": "m", "messages": [{"role": "user", "content": "12345678"}], "tools": [
-            {"type": "function", "function": {"name": "X", "parameters": {"type": "object", "properties": {}}}}
-        ]}
+        body = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "12345678"}],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {"name": "X", "parameters": {"type": "object", "properties": {}}},
+                }
+            ],
+        }
         statuses = [post(server, CHAT_PATH, body)[0] for _ in range(6)]
         faults = [r.fault for r in server.requests]
 
@@ -122,9 +130,16 @@ def test_faults_by_number_queue_and_seeded_probability_are_all_logged() -> None:
 
 def test_tool_answers_and_usage_at_the_server(openai_server: FakeOpenAIServer) -> None:
     openai_server.builders["X"] = lambda request: {"answer": "ab"}
-    body = {"model": "m", "messages": [{"role": "user", "content": "12345678"}], "tools": [
-        {"type": "function", "function": {"name": "X", "parameters": {"type": "object", "properties": {}}}}
-    ]}
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "12345678"}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": "X", "parameters": {"type": "object", "properties": {}}},
+            }
+        ],
+    }
     status, answer = post(openai_server, CHAT_PATH, body)
     assert status == 200
     call = answer["choices"][0]["message"]["tool_calls"][0]["function"]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 
@@ -9,7 +10,6 @@ import httpx2
 import openai
 import pytest
 from pydantic import BaseModel, ValidationError
-
 from ragcourt.llm.limits import EndpointLimiter, LimiterRegistry
 from ragcourt.llm.retry import RetryPolicy, call_with_retries, is_retryable, is_timeout, retry_after_s
 from ragcourt.llm.usage import UsageMeter
@@ -20,9 +20,11 @@ _REQUEST = httpx2.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
 
 def status_error(status: int, headers: dict[str, str] | None = None) -> openai.APIStatusError:
     response = httpx2.Response(status, headers=headers or {}, request=_REQUEST)
-    error_class = {429: openai.RateLimitError, 500: openai.InternalServerError, 400: openai.BadRequestError}.get(
-        status, openai.APIStatusError
-    )
+    error_class = {
+        429: openai.RateLimitError,
+        500: openai.InternalServerError,
+        400: openai.BadRequestError,
+    }.get(status, openai.APIStatusError)
     return error_class(f"HTTP {status}", response=response, body=None)
 
 
@@ -151,7 +153,7 @@ async def test_limiter_spaces_requests_at_the_rate() -> None:
     # burst 1: the first goes at once, the next four 1/20 s apart -> the last at >= 0.2 s
     assert stamps[0] < 0.04
     assert stamps[-1] >= 0.2 - 0.005
-    assert all(later - earlier >= 0.05 - 0.005 for earlier, later in zip(stamps, stamps[1:], strict=False))
+    assert all(later - earlier >= 0.05 - 0.005 for earlier, later in itertools.pairwise(stamps))
 
 
 def test_registry_shares_one_limiter_per_endpoint() -> None:
@@ -178,14 +180,23 @@ def test_limiter_rejects_nonsense_settings() -> None:
 
 def test_usage_meter_sums_per_model_and_role_with_cost() -> None:
     meter = UsageMeter(prices={"openai:gpt-4o-mini": (0.15, 0.6)})
-    meter.record("openai:gpt-4o-mini", "judge", TokenUsage(prompt_tokens=1000, completion_tokens=200, calls=1))
-    meter.record("openai:gpt-4o-mini", "judge", TokenUsage(prompt_tokens=3000, completion_tokens=800, calls=1))
+    meter.record(
+        "openai:gpt-4o-mini", "judge", TokenUsage(prompt_tokens=1000, completion_tokens=200, calls=1)
+    )
+    meter.record(
+        "openai:gpt-4o-mini", "judge", TokenUsage(prompt_tokens=3000, completion_tokens=800, calls=1)
+    )
     meter.record("openai:gpt-4o-mini", "judge", TokenUsage(cached_calls=1))
     meter.record("openai:local@http://127.0.0.1:8000/v1", "decomposer", TokenUsage(prompt_tokens=10, calls=1))
 
     snapshot = meter.snapshot()
     judge = snapshot[("openai:gpt-4o-mini", "judge")]
-    assert (judge.prompt_tokens, judge.completion_tokens, judge.calls, judge.cached_calls) == (4000, 1000, 2, 1)
+    assert (judge.prompt_tokens, judge.completion_tokens, judge.calls, judge.cached_calls) == (
+        4000,
+        1000,
+        2,
+        1,
+    )
     assert judge.cost_usd == pytest.approx(4 * 0.15 + 1 * 0.6)  # 0.6 + 0.6 = 1.2 USD
     local = snapshot[("openai:local@http://127.0.0.1:8000/v1", "decomposer")]
     assert local.cost_usd is None  # no price: unknown, not free
@@ -196,7 +207,13 @@ def test_usage_meter_sums_per_model_and_role_with_cost() -> None:
         ("openai:local@http://127.0.0.1:8000/v1", "decomposer"),
     ]
     assert set(rows[0]) == {
-        "model_id", "role", "prompt_tokens", "completion_tokens", "calls", "cached_calls", "cost_usd",
+        "model_id",
+        "role",
+        "prompt_tokens",
+        "completion_tokens",
+        "calls",
+        "cached_calls",
+        "cost_usd",
     }
 
 

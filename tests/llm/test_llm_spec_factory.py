@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
-
 from ragcourt.llm.factory import MissingAPIKeyError, build_chat_model, build_client, chat_params
 from ragcourt.llm.spec import ModelSpec, Provider, StructuredMethod
 
@@ -104,8 +103,12 @@ def test_logprob_settings_reach_the_model() -> None:
 
 def test_build_client_wires_spec_method_and_params_and_keeps_the_key_out_of_the_cache_key() -> None:
     spec = ModelSpec.parse("openai:qwen@http://127.0.0.1:9/v1")
-    first = build_client(spec, role="decomposer", api_key="key-one", temperature=0.0, logprobs=True, top_logprobs=2)
-    second = build_client(spec, role="decomposer", api_key="key-two", temperature=0.0, logprobs=True, top_logprobs=2)
+    first = build_client(
+        spec, role="decomposer", api_key="key-one", temperature=0.0, logprobs=True, top_logprobs=2
+    )
+    second = build_client(
+        spec, role="decomposer", api_key="key-two", temperature=0.0, logprobs=True, top_logprobs=2
+    )
     assert first.model_id == spec.id
     assert first.role == "decomposer"
     assert first.method is StructuredMethod.FUNCTION_CALLING
