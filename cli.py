@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Optional
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -33,6 +34,7 @@ from ragcourt.schema import (
 from ragcourt.stores.records import RecordStore
 from ragcourt.rescore import rescore_run
 from ragcourt.summary import RunSummary, summarize
+from ragcourt.tables import Unavailable, cube_frame, cube_table, cuer_frame
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
@@ -109,6 +111,34 @@ def _print_summary(summary: RunSummary) -> None:
         console.print(f"element gaps: {shares}  (document_gap means 'documents doubtful': a suspicion, not proof)")
 
 
+def _print_frame(title: str, frame: pd.DataFrame) -> None:
+    table = Table(title=title)
+    for column in frame.columns:
+        table.add_column(str(column))
+    for row in frame.itertuples(index=False):
+        table.add_row(*("n/a" if v is None or v != v else f"{v:.3f}" if isinstance(v, float) else str(v)
+                        for v in row))
+    console.print(table)
+
+
+def _print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> None:
+    if Method.CUBE in config.methods:
+        report = cube_table(store, run_id, config)
+        if isinstance(report, Unavailable):
+            console.print(f"CuBE: n/a: {report.reason}")
+        else:
+            r = report.r_at_k.value
+            _print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
+                         f"R@k = {'n/a' if r is None else f'{r:.2%}'}", cube_frame(report))
+    if Method.CUER in config.methods:
+        frame = cuer_frame(store.get_diagnostics(run_id))
+        if frame.empty:
+            console.print("CUE-R: n/a: no perturbed answers in this run")
+        else:
+            _print_frame("CUE-R: mean change when a chunk is removed / replaced / duplicated (perturbed - normal)",
+                         frame)
+
+
 def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
               samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None) -> RunSummary:
     store = workspace.open_store()
@@ -124,6 +154,7 @@ def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[M
             _fail(str(error))
         summary = summarize(store, run_id)
         _print_summary(summary)
+        _print_method_tables(store, run_id, config)
         usage = models.usage.rows()
         if usage:
             console.print(f"LLM usage: {usage}")
@@ -256,6 +287,7 @@ def summary(run_id: str, home: Home = DEFAULT_HOME) -> None:
     if store.get_run(run_id) is None:
         _fail(f"no run '{run_id}' in {Workspace(home).store_path}")
     _print_summary(summarize(store, run_id))
+    _print_method_tables(store, run_id, EvalConfig.model_validate(store.get_run(run_id).config))
 
 
 def _existing_store(home: Path) -> RecordStore:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragcourt.schema import ConditionKind
 
@@ -43,6 +43,9 @@ class DistractorPolicy(StrEnum):
     BEST_NON_GOLD = "best_non_gold"  # the best-ranked non-gold chunk outside the top-k
 
 
+BUILTIN_DIMENSIONS = ("relevance", "specificity", "completeness", "quality")  # seed 000's four
+
+
 class JudgeSpec(_Strict):
     """One member of the jury: `lexical` (no LLM) or a model spec such as `openai:gpt-4o-mini@URL`."""
 
@@ -71,10 +74,14 @@ class DimensionSpec(_Strict):
             raise ValueError("weight must not be negative")
         return value
 
+    @model_validator(mode="after")
+    def _custom_needs_rubric(self) -> DimensionSpec:
+        if self.rubric is None and self.name not in BUILTIN_DIMENSIONS:
+            raise ValueError(f"dimension '{self.name}' needs a rubric (built-in: {', '.join(BUILTIN_DIMENSIONS)})")
+        return self
 
-DEFAULT_DIMENSIONS = tuple(
-    DimensionSpec(name=name) for name in ("relevance", "specificity", "completeness", "quality")
-)
+
+DEFAULT_DIMENSIONS = tuple(DimensionSpec(name=name) for name in BUILTIN_DIMENSIONS)
 
 
 class PerturbationSpec(_Strict):
@@ -119,6 +126,27 @@ class EvalConfig(_Strict):
     timeout_s: float = Field(default=60.0, gt=0)
     trim_proportion: float = Field(default=0.1, ge=0.0, lt=0.5)
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method_needs(cls, data: Any) -> Any:
+        """CuBE needs the closed-book and oracle answer sets; CUE-R needs perturbations and the
+        closed-book control. Asking for the method brings them unless the config sets them itself."""
+        if not isinstance(data, dict):
+            return data
+        methods = {str(m) for m in data.get("methods", ())}
+        conditions = [str(c) for c in data.get("conditions", (ConditionKind.NORMAL,))]
+        wanted = []
+        if Method.CUBE in methods:
+            wanted += [ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE]
+        if Method.CUER in methods:
+            wanted.append(ConditionKind.CLOSED_BOOK)
+            perturbations = dict(data.get("perturbations") or {})
+            if not perturbations.get("kinds"):
+                perturbations["kinds"] = [ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE]
+            data = {**data, "perturbations": perturbations}
+        missing = [str(kind) for kind in wanted if str(kind) not in conditions]
+        return {**data, "conditions": [*conditions, *dict.fromkeys(missing)]} if missing else data
 
     @field_validator("conditions")
     @classmethod

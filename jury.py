@@ -184,6 +184,7 @@ class LLMJudge:
         text = prompt.render(
             dimension=check.dimension or "", rubric=check.target_text,
             question=untrusted(check.question, "QUESTION"), answer=untrusted(check.subject_text, "ANSWER"),
+            source=untrusted(check.reference or "(no source material given)", "SOURCE"),
         )
         started = time.perf_counter()
         result = await self.client.structured_call([SystemMessage(_SYSTEM), HumanMessage(text)], DimensionScore)

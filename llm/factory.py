@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
@@ -79,6 +80,9 @@ def build_chat_model(
         api_key=SecretStr(_api_key_for(spec, api_key)),
         timeout=timeout_s,
         max_retries=0,
+        # Its own connection pool: langchain-openai's default async pool is shared per base_url across
+        # event loops, so a second asyncio.run against the same endpoint would fail "Event loop is closed".
+        http_async_client=openai.DefaultAsyncHttpxClient(),
         temperature=temperature,
         max_completion_tokens=max_tokens,  # the field max_tokens, by its alias
         # None (not False) keeps the field out of the request for servers that reject it.

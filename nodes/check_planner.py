@@ -66,6 +66,8 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
             for sq in subqueries:
                 yield check(CheckKind.CLAIM_SERVES_SUBQUERY, NORMAL, (claim.id, claim.text), (sq.id, sq.text))
     if Method.CUBE in config.methods:
+        # CuBE's rubrics judge an answer against the source material: the gold documents, else the reference.
+        source = render_context(sample.gold_documents) or sample.reference_answer
         for kind in CUBE_CONDITIONS:
             cube_answer = answers.get(str(kind))
             if cube_answer is None or cube_answer.status is not VerdictStatus.OK:
@@ -73,7 +75,7 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
             for dimension in config.dimensions:
                 rubric = dimension.rubric or load_prompt(RUBRICS[dimension.name]).template
                 yield check(CheckKind.DIMENSION_SCORE, cube_answer.condition, ("answer", cube_answer.text),
-                            (f"rubric:{dimension.name}", rubric), dimension=dimension.name)
+                            (f"rubric:{dimension.name}", rubric), dimension=dimension.name, reference=source)
 
 
 async def plan_checks(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:

@@ -475,8 +475,9 @@ class FakeOpenAIServer:
 
     @staticmethod
     def _embeddings_answer(body: dict[str, Any]) -> _Answer:
-        inputs = body.get("input")
-        items = (
+        inputs = body.get("input", "")
+        # One text, a list of texts, one token list, or a list of token lists (what OpenAIEmbeddings sends).
+        items: list[Any] = (
             inputs if isinstance(inputs, list) and not all(isinstance(x, int) for x in inputs) else [inputs]
         )
         dimensions = int(body.get("dimensions") or 8)
@@ -484,7 +485,7 @@ class FakeOpenAIServer:
             {"object": "embedding", "index": i, "embedding": _fake_embedding(item, dimensions)}
             for i, item in enumerate(items)
         ]
-        tokens = sum(len(item) // 4 if isinstance(item, str) else len(item) for item in items)
+        tokens: int = sum(len(item) // 4 if isinstance(item, str) else len(item) for item in items)
         return _Answer(
             200,
             {

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
@@ -78,7 +78,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: str | dict[str, Any] | None = None, **kwargs: Any
-    ) -> Runnable[Any, BaseMessage]:
+    ) -> Runnable[LanguageModelInput, AIMessage]:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
 
     def _answer(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:

@@ -462,3 +462,14 @@ async def test_the_endpoint_limiter_serialises_requests(openai_server: FakeOpenA
     assert all(r.status is VerdictStatus.OK for r in results)
     assert openai_server.count() == 3
     assert elapsed >= 3 * 0.15  # one at a time; in parallel the three would take about 0.15 s
+
+
+def test_one_endpoint_works_across_event_loops(openai_server: FakeOpenAIServer) -> None:
+    """The sync API runs asyncio.run per evaluation; a pool shared across loops would break the second."""
+    openai_server.builders["Decision"] = answer_yes
+    for question in ("first?", "second?"):
+        result = asyncio.run(
+            client_for(openai_server).structured_call([HumanMessage(content=question)], Decision)
+        )
+        assert (result.status, result.detail) == (VerdictStatus.OK, None)
+    assert openai_server.count(CHAT_PATH) == 2

@@ -88,7 +88,7 @@ def test_declared_variables_of_the_briefed_prompts() -> None:
 
 def test_every_check_kind_has_a_judge_prompt_that_reasons_before_deciding() -> None:
     assert set(JUDGE_PROMPTS) == set(CheckKind)
-    decision_fields = ('"verdict"', '"chunk_ids"', '"subquery_ids"', '"score"', '"decision"')
+    decision_fields = ('"verdict"', '"ids"', '"score"', '"decision"')
     for pid in JUDGE_PROMPTS.values():
         template = load_prompt(pid).template
         reasoning = max(template.find('"reasoning"'), template.find('"analysis"'))
