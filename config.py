@@ -159,7 +159,8 @@ class EvalConfig(_Strict):
         return kinds
 
     def with_overrides(self, **changes: Any) -> EvalConfig:
-        return EvalConfig.model_validate({**self.model_dump(), **changes})
+        """A copy with `changes` applied and validated again; a bad value raises ConfigError naming its key."""
+        return parse_config({**self.model_dump(), **changes}, "overrides")
 
 
 def _describe(error: ValidationError, source: str) -> str:
@@ -185,7 +186,9 @@ def load_config(path: Path) -> EvalConfig:
         raise ConfigError(f"{path}: cannot read: {error}") from None
     try:
         if path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
+            data = yaml.safe_load(text)
+            if data is None:  # an empty file (or only comments): all defaults
+                data = {}
         elif path.suffix == ".toml":
             data = tomllib.loads(text)
         else:

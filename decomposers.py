@@ -114,7 +114,8 @@ class LLMDecomposer:
         return Split(items=tuple(s.strip() for s in listed if s.strip()))
 
 
-_QUESTION_SPLIT = re.compile(r"\?\s+|;\s+")
+# Split after a '?' (kept, so every part still reads as a question) or at a ';'.
+_QUESTION_SPLIT = re.compile(r"(?<=\?)\s+|;\s+")
 
 
 @dataclass

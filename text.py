@@ -6,6 +6,10 @@ import re
 import unicodedata
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+# Chinese and Japanese write words without spaces, so each ideograph or kana is a token of its own;
+# runs of other word characters (latin words, numbers such as the 2024 in 2024年) stay whole.
+_CJK_CHAR = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_OR_RUN = re.compile(f"[{_CJK_CHAR}]|[^{_CJK_CHAR}]+")
 # A sentence ends at . ! ? or a CJK full stop followed by space or end; abbreviations like "U.S." are rare
 # enough in the bundled data that a simple rule beats a dependency.
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
@@ -18,15 +22,9 @@ STOPWORDS = frozenset(
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens; CJK text is split per character (no spaces between words)."""
+    """Lower-cased NFKC word tokens; CJK ideographs and kana are split per character (no spaces between words)."""
     normalized = unicodedata.normalize("NFKC", text).lower()
-    out: list[str] = []
-    for token in _TOKEN.findall(normalized):
-        if any("\u4e00" <= ch <= "\u9fff" for ch in token):
-            out.extend(token)
-        else:
-            out.append(token)
-    return out
+    return [part for token in _TOKEN.findall(normalized) for part in _CJK_OR_RUN.findall(token)]
 
 
 def content_tokens(text: str) -> set[str]:
