@@ -364,6 +364,10 @@ def graph() -> None:
     console.print(build_sample_graph().get_graph().draw_mermaid(), markup=False, highlight=False)
 
 
+# Commands defined in their own modules (ragcourt/commands/) register below, one line each.
+# --- registered commands ---
+
+
 def main() -> None:
     try:
         app()

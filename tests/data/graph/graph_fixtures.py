@@ -181,10 +181,10 @@ ANSWERS = {
 }
 
 NEEDLES_A: dict[tuple[CheckKind, str], str] = {
-    # s1 sub-queries "Who founded Acme" and "When was Acme founded?"
-    (K.SUBQUERY_IN_CHUNK, "Who founded Acme"): "Lovelace",
+    # s1 sub-queries "Who founded Acme?" and "When was Acme founded?"
+    (K.SUBQUERY_IN_CHUNK, "Who founded Acme?"): "Lovelace",
     (K.SUBQUERY_IN_CHUNK, "When was Acme founded?"): "1990",
-    (K.SUBQUERY_ANSWERED, "Who founded Acme"): "Lovelace",
+    (K.SUBQUERY_ANSWERED, "Who founded Acme?"): "Lovelace",
     (K.SUBQUERY_ANSWERED, "When was Acme founded?"): "nineties",
     (K.CLAIM_SERVES_SUBQUERY, "Ada Lovelace founded Acme."): "who",
     (K.CLAIM_SERVES_SUBQUERY, "It opened in the nineties."): "when",

@@ -1,0 +1,1 @@
+"""Reports people read: HTML with inline SVG plots, CSV/Parquet exports."""
