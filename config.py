@@ -38,6 +38,18 @@ class Method(StrEnum):
     CUER = "cuer"
 
 
+class Batching(StrEnum):
+    """How an LLM judge's calls group the alignment checks of one sample and condition.
+
+    per_kind: one call per check kind (focused prompts; the evidence is sent with each kind).
+    per_sample: one call for every alignment kind at once (jury.CombinedJudgements), the evidence sent once.
+    Verdicts are per atomic check either way; dimension scores and pairwise checks are never combined.
+    """
+
+    PER_KIND = "per_kind"
+    PER_SAMPLE = "per_sample"
+
+
 class DistractorPolicy(StrEnum):
     RANDOM = "random"  # a random corpus chunk not retrieved for this question
     BEST_NON_GOLD = "best_non_gold"  # the best-ranked non-gold chunk outside the top-k
@@ -103,6 +115,11 @@ class EvalConfig(_Strict):
     judges: tuple[JudgeSpec, ...] = (JudgeSpec(model="lexical"),)
     decomposer: str = Field(default="sentences", description="'sentences' (no LLM) or a model spec")
     answerer: str = Field(default="extractive", description="'extractive' (no LLM) or a model spec")
+    bounds_generator: str | None = Field(
+        default=None,
+        description="'extractive' or a model spec that answers the closed_book and oracle conditions for a "
+        "precomputed system (prompts answer_closed_book / answer_with_context); unset: the CuBE bounds are missing",
+    )
     methods: tuple[Method, ...] = (Method.QCARE, Method.ELEMENTS)
     conditions: tuple[ConditionKind, ...] = Field(
         default=(ConditionKind.NORMAL,), description="answered conditions besides perturbations"
@@ -113,6 +130,9 @@ class EvalConfig(_Strict):
     score_threshold: float | None = None
     loose_coverage_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
     loose_k_factor: int = Field(default=2, ge=1)
+    drop_pointer_elements: bool = Field(
+        default=False, description="drop elements that only point to a place ('see section X'), seed 003 step 5"
+    )
     escalate_below_agreement: float = Field(
         default=1.0, ge=0.0, le=1.0,
         description="a binary check escalates when the share of judges agreeing is below this",
@@ -123,6 +143,9 @@ class EvalConfig(_Strict):
     review_mode: ReviewMode = ReviewMode.DEFERRED
     concurrency: int = Field(default=8, ge=1, description="samples evaluated at once")
     llm_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight per endpoint")
+    batching: Batching = Field(
+        default=Batching.PER_KIND, description="per_kind or per_sample judge calls (see Batching)"
+    )
     timeout_s: float = Field(default=60.0, gt=0)
     trim_proportion: float = Field(default=0.1, ge=0.0, lt=0.5)
     seed: int = 0
@@ -134,8 +157,13 @@ class EvalConfig(_Strict):
         closed-book control. Asking for the method brings them unless the config sets them itself."""
         if not isinstance(data, dict):
             return data
-        methods = {str(m) for m in data.get("methods", ())}
-        conditions = [str(c) for c in data.get("conditions", (ConditionKind.NORMAL,))]
+        given_methods = data.get("methods", ())
+        given_conditions = data.get("conditions", (ConditionKind.NORMAL,))
+        if not isinstance(given_methods, list | tuple) or not isinstance(given_conditions, list | tuple) \
+                or not isinstance(data.get("perturbations") or {}, dict | PerturbationSpec):
+            return data  # a wrong type: the field validation names the key
+        methods = {str(m) for m in given_methods}
+        conditions = [str(c) for c in given_conditions]
         wanted = []
         if Method.CUBE in methods:
             wanted += [ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE]
@@ -159,7 +187,7 @@ class EvalConfig(_Strict):
         return kinds
 
     def with_overrides(self, **changes: Any) -> EvalConfig:
-        """A copy with `changes` applied and validated again; a bad value raises ConfigError naming its key."""
+        """A validated copy with `changes` applied; a bad value raises ConfigError naming its key."""
         return parse_config({**self.model_dump(), **changes}, "overrides")
 
 

@@ -461,33 +461,75 @@ def _jsonl_rows(
     on_accept: Callable[[Sample], None] | None = None,
 ) -> None:
     """One object per line, decoded line by line so one bad line does not hide the others."""
+    for number, raw in _jsonl_lines(data):
+        collector.add(number, functools.partial(_jsonl_value, raw), to_sample, on_accept)
+
+
+def _jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, bytes) of every non-blank line; a UTF-8 byte order mark is dropped."""
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if number == 1:
             raw = raw.removeprefix(_UTF8_BOM)
-        if not raw.strip():
-            continue
+        if raw.strip():
+            yield number, raw
 
-        def parse(raw: bytes = raw) -> Any:
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise _RowError(
-                    None, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
-                ) from None
-            nul = line.find("\x00")
-            if nul >= 0:
-                raise _RowError(None, f"NUL byte at column {nul + 1}")
-            try:
-                value, end = _json_value(line)
-            except _BadJson as exc:
-                column = "" if exc.colno is None else f" (column {exc.colno})"
-                raise _RowError(None, f"not valid JSON: {exc.reason}{column}") from None
-            end = _skip_whitespace(line, end)
-            if end != len(line):
-                raise _RowError(None, f"not valid JSON: extra data after the value (column {end + 1})")
-            return value
 
-        collector.add(number, parse, to_sample, on_accept)
+def _jsonl_value(raw: bytes) -> Any:
+    """The JSON value of one JSONL line; raises _RowError (bad UTF-8, a NUL byte, bad JSON)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _RowError(
+            None, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+        ) from None
+    nul = line.find("\x00")
+    if nul >= 0:
+        raise _RowError(None, f"NUL byte at column {nul + 1}")
+    try:
+        value, end = _json_value(line)
+    except _BadJson as exc:
+        column = "" if exc.colno is None else f" (column {exc.colno})"
+        raise _RowError(None, f"not valid JSON: {exc.reason}{column}") from None
+    end = _skip_whitespace(line, end)
+    if end != len(line):
+        raise _RowError(None, f"not valid JSON: extra data after the value (column {end + 1})")
+    return value
+
+
+def _corpus_chunk(path: Path, row: Any) -> Chunk:
+    if not isinstance(row, dict):
+        raise _RowError(None, f"expected a JSON object with 'text', got {_type_name(row)}")
+    surrogate = _first_surrogate_field(row, "")
+    if surrogate is not None:
+        raise _RowError(surrogate.lstrip("."), "contains a lone surrogate (not valid Unicode text)")
+    text = _text("text", row.get("text"), required=True)
+    assert text is not None
+    chunk_id = content_id(text) if row.get("id") is None else _sample_id("id", row["id"])
+    return Chunk(id=chunk_id, text=text, title=_text("title", row.get("title")), source=str(path))
+
+
+def load_corpus(path: Path) -> tuple[Chunk, ...]:
+    """A corpus for `ragcourt index`: JSONL, one {id?, title?, text} object per line (other keys ignored).
+
+    id defaults to a content hash of the text. Errors name the file, the line and the field, like the
+    sample loaders': bad UTF-8, NUL bytes, bad JSON, a missing, empty or non-string text, duplicate ids.
+    """
+    path = Path(path)
+    chunks: list[Chunk] = []
+    id_lines: dict[str, int] = {}
+    for number, raw in _jsonl_lines(_read_bytes(path)):
+        try:
+            chunk = _corpus_chunk(path, _jsonl_value(raw))
+        except _RowError as exc:
+            raise DatasetError(path, exc.message, line=number, field=exc.field) from None
+        if chunk.id in id_lines:
+            raise DatasetError(path, f"duplicate id '{chunk.id}' (first on line {id_lines[chunk.id]}, again on "
+                               f"line {number})", line=number, field="id")
+        id_lines[chunk.id] = number
+        chunks.append(chunk)
+    if not chunks:
+        raise DatasetError(path, "file holds no chunks")
+    return tuple(chunks)
 
 
 def _csv_cell(column: str, cell: str) -> Any:

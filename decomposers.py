@@ -127,7 +127,7 @@ class SentenceDecomposer:
     model_id: str = "sentences"
 
     def prompt_hash(self, kind: DecompositionKind) -> str:
-        return content_id("sentence-rules", kind, 1)
+        return content_id("sentence-rules", kind, 2)  # bump when the rules change
 
     async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
         if kind is DecompositionKind.SUBQUERIES:

@@ -9,6 +9,7 @@ directory as they arrive, so `tail -f` (or `ragcourt watch`) follows a run.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -53,39 +54,47 @@ class RunPaths:
 
 
 class RunLock:
-    """A pid file: a second process on the same run directory is refused while the first is alive."""
+    """An exclusive lock on the run directory's lock file: a second process (or a second runner in this one)
+    is refused while the first holds it. The kernel (flock) releases it when its holder dies, even by
+    kill -9, so a killed run's lock is taken over by the next one; the file holds the holder's pid for the
+    message only, so an empty or garbled file (a process killed while writing it) is no obstacle either.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            holder = self.path.read_text().strip() or "0"
-            if holder.isdigit() and _alive(int(holder)):
+        while True:
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
                 raise RunLockedError(
                     f"run directory {self.path.parent} is in use by process {holder}; wait for it or stop it"
                 ) from None
-            self.path.unlink(missing_ok=True)  # a killed run left it behind
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            # The holder we waited on may have unlinked the file on its way out: a lock on a file that is no
+            # longer at the path guards nothing, so take the lock again on the file that is there now.
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
+        self._fd = fd
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        self.path.unlink(missing_ok=True)  # while still held, so nobody locks the file being removed
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _thread(run_id: str, sample_id: str) -> dict[str, Any]:

@@ -299,13 +299,19 @@ class Check(Record):
     question: str = ""
     dimension: str | None = None
     reference: str | None = None
+    evidence: str | None = Field(
+        default=None, description="pairwise: the retrieved chunks the judge sees with both answers"
+    )
 
     @model_validator(mode="after")
     def _content_address(self) -> Check:
-        expected = content_id(
+        parts = [
             "check", self.kind, self.sample_id, self.condition.key, self.subject_text,
             self.target_id, self.target_text, self.question, self.dimension, self.reference,
-        )
+        ]
+        if self.evidence is not None:  # only when given, so every check without evidence keeps its id
+            parts.append(self.evidence)
+        expected = content_id(*parts)
         if not self.id:
             object.__setattr__(self, "id", expected)
         return self

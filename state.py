@@ -45,9 +45,13 @@ class SampleState(TypedDict, total=False):
     sample: Sample
     subqueries: tuple[SubQuery, ...]
     elements: tuple[Element, ...]
+    dropped_elements: tuple[Element, ...]  # pointer elements left out by the configured rule
     retrievals: Annotated[dict[str, Retrieval], merge]  # condition key -> retrieval
     answers: Annotated[dict[str, Answer], merge]  # condition key -> answer
     unavailable: Annotated[dict[str, str], merge]  # condition key -> why it could not be produced
+    # Why the system shows no normal retrieval (precomputed answers without contexts). Unlike a failed
+    # retrieval, the answer is still judged; whatever needs the chunks is n/a. Unknown is not empty.
+    retrieval_hidden: str
     claims: Annotated[dict[str, tuple[Claim, ...]], merge]  # condition key -> claims of its answer
     checks: Annotated[dict[str, Check], merge]  # check id -> check
     verdicts: Annotated[dict[str, Verdict], merge]  # verdict_key -> verdict

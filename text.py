@@ -22,7 +22,7 @@ STOPWORDS = frozenset(
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased NFKC word tokens; CJK ideographs and kana are split per character (no spaces between words)."""
+    """Lower-cased NFKC word tokens; CJK ideographs and kana are split per character (no spaces in CJK)."""
     normalized = unicodedata.normalize("NFKC", text).lower()
     return [part for token in _TOKEN.findall(normalized) for part in _CJK_OR_RUN.findall(token)]
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
@@ -52,6 +53,13 @@ class MemoryCache:
             return len(self._entries)
 
 
+@cache
+def schema_json(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema's JSON schema, made once per class: generating it costs more than the rest of a call's
+    client-side work (measured in bench/cost_speed.py). Callers must not mutate it."""
+    return schema.model_json_schema()
+
+
 def _message_material(message: BaseMessage) -> dict[str, Any]:
     return {"role": message.type, "content": message.content}
 
@@ -70,7 +78,7 @@ def cache_key(
         "model_id": model_id,
         "params": dict(params),
         "messages": [_message_material(m) for m in messages],
-        "schema": schema.model_json_schema(),
+        "schema": schema_json(schema),
         "method": method,
     }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -18,6 +18,7 @@ call that already completed, including the first call of an interrupted repair.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, ValidationError
-from ragcourt.llm.cache import LLMCache, cache_key
+from ragcourt.llm.cache import LLMCache, cache_key, schema_json
 from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy, call_with_retries, is_timeout
 from ragcourt.llm.spec import StructuredMethod
@@ -93,9 +94,15 @@ class _Exchange:
     attempts: int = 0
 
 
+@functools.cache
+def openai_tool(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema as an OpenAI tool, made once per class (see cache.schema_json). Do not mutate it."""
+    return convert_to_openai_tool(schema)
+
+
 def output_schema_name(schema: type[BaseModel]) -> str:
     """The name the model sees for the schema: the tool name, or the json_schema name."""
-    return str(convert_to_openai_tool(schema)["function"]["name"])
+    return str(openai_tool(schema)["function"]["name"])
 
 
 def _text_of(content: str | list[Any]) -> str:
@@ -296,12 +303,12 @@ class LLMClient:
         name = output_schema_name(schema)
         runnable: Runnable[Any, BaseMessage]
         if self.method is StructuredMethod.FUNCTION_CALLING:
-            runnable = self.model.bind_tools([convert_to_openai_tool(schema)], tool_choice=name)
+            runnable = self.model.bind_tools([openai_tool(schema)], tool_choice=name)
         elif self.method is StructuredMethod.JSON_SCHEMA:
             runnable = self.model.bind(
                 response_format={
                     "type": "json_schema",
-                    "json_schema": {"name": name, "schema": schema.model_json_schema(), "strict": False},
+                    "json_schema": {"name": name, "schema": schema_json(schema), "strict": False},
                 }
             )
         else:

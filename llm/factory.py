@@ -1,5 +1,8 @@
 """Build a LangChain chat model (and the LLMClient around it) from a ModelSpec.
 
+`openai:` specs build a ChatOpenAI; `local` specs build a llm.local.LocalChatModel (llama.cpp in this
+process; the model file is loaded on the first call, not here).
+
 The API key is the argument, else OPENAI_API_KEY read at call time, else (only for a base_url
 endpoint, where local servers ignore it) the placeholder "not-needed". It is handed to ChatOpenAI,
 which keeps it as a secret; it is never logged, stored, or part of a cache key.
@@ -17,12 +20,14 @@ from pydantic import SecretStr
 from ragcourt.llm.cache import LLMCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.limits import EndpointLimiter
+from ragcourt.llm.local import LocalChatModel, bundled_model_path, local_model_file
 from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy
-from ragcourt.llm.spec import ModelSpec, Provider
+from ragcourt.llm.spec import BUNDLED_LOCAL_MODEL, ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 
 API_KEY_ENV = "OPENAI_API_KEY"
 LOCAL_SERVER_PLACEHOLDER_KEY = "not-needed"
+LOCAL_MAX_TOKENS = 768  # a local model's answer budget when none is given (the context guard keeps room for it)
 
 
 class MissingAPIKeyError(ValueError):
@@ -40,6 +45,14 @@ def _api_key_for(spec: ModelSpec, api_key: str | None) -> str:
     raise MissingAPIKeyError(
         f"{spec.id} targets {spec.endpoint}, which needs an API key: pass api_key= or set {API_KEY_ENV}"
     )
+
+
+def client_model_id(spec: ModelSpec) -> str:
+    """The model id stored with every verdict and in every cache key. The bare `local` spec names the
+    bundled file, so a different bundled model never reuses another's cached answers."""
+    if spec.provider is Provider.LOCAL and spec.model == BUNDLED_LOCAL_MODEL:
+        return f"{Provider.LOCAL.value}:{bundled_model_path().name}"
+    return spec.id
 
 
 def chat_params(
@@ -68,11 +81,17 @@ def build_chat_model(
     logprobs: bool = False,
     top_logprobs: int | None = None,
 ) -> BaseChatModel:
-    """A ChatOpenAI for the spec, without its own retries (llm.retry does those)."""
-    if spec.provider is not Provider.OPENAI:  # pragma: no cover - only one provider so far
-        raise ValueError(f"no chat model builder for provider {spec.provider}")
+    """A ChatOpenAI for the spec, without its own retries (llm.retry does those); for a local spec a
+    LocalChatModel (loaded with logits_all when logprobs are wanted; timeout_s does not apply)."""
     if top_logprobs is not None and not logprobs:
         raise ValueError("top_logprobs needs logprobs=True")
+    if spec.provider is Provider.LOCAL:
+        return LocalChatModel(
+            model_path=str(local_model_file(spec)),
+            temperature=temperature,
+            max_tokens=max_tokens or LOCAL_MAX_TOKENS,
+            logits_all=logprobs,
+        )
     return ChatOpenAI(
         model=spec.model,
         # Always explicit, so OPENAI_BASE_URL / OPENAI_API_BASE in the environment cannot redirect a spec.
@@ -116,16 +135,22 @@ def build_client(
         logprobs=logprobs,
         top_logprobs=top_logprobs,
     )
+    params = chat_params(
+        temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, top_logprobs=top_logprobs
+    )
+    if isinstance(model, LocalChatModel):
+        # What else changes a local model's answer: how much of the prompt the context guard keeps,
+        # and the grammar's bounds.
+        params |= {"max_tokens": model.max_tokens, "n_ctx": model.n_ctx,
+                   "max_string_chars": model.max_string_chars, "max_list_items": model.max_list_items}
     return LLMClient(
         model,
-        model_id=spec.id,
+        model_id=client_model_id(spec),
         role=role,
         method=spec.resolved_method,
         cache=cache,
         limiter=limiter,
         usage=usage,
         retry=retry,
-        params=chat_params(
-            temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, top_logprobs=top_logprobs
-        ),
+        params=params,
     )

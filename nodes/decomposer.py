@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from langgraph.runtime import Runtime
 
 from ragcourt.config import Method
 from ragcourt.decomposers import frozen_split
-from ragcourt.schema import DecompositionKind, Element, SubQuery, content_id
+from ragcourt.metrics.elements import is_pointer_element
+from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, content_id
 from ragcourt.state import EvalContext, SampleState
 
 
 async def decompose_inputs(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx, sample = runtime.context, state["sample"]
     update: SampleState = {}
-    if Method.QCARE in ctx.config.methods:
-        split = await frozen_split(
-            ctx.store, ctx.decomposer, DecompositionKind.SUBQUERIES, sample.question, sample.question
-        )
+    wants_subqueries = Method.QCARE in ctx.config.methods
+    wants_elements = Method.ELEMENTS in ctx.config.methods and bool(sample.reference_answer)
+    # Both splits at once: they are independent, and one LLM round less per sample shortens its critical path.
+    subquery_split, element_split = await asyncio.gather(
+        _split(ctx, DecompositionKind.SUBQUERIES, sample.question, sample.question, wants_subqueries),
+        _split(ctx, DecompositionKind.ELEMENTS, sample.reference_answer or "", sample.question, wants_elements),
+    )
+    if subquery_split is not None:
         update["subqueries"] = tuple(
-            SubQuery(id=content_id(split.id, i, text), text=text, index=i) for i, text in enumerate(split.items)
+            SubQuery(id=content_id(subquery_split.id, i, text), text=text, index=i)
+            for i, text in enumerate(subquery_split.items)
         )
-    if Method.ELEMENTS in ctx.config.methods and sample.reference_answer:
-        split = await frozen_split(
-            ctx.store, ctx.decomposer, DecompositionKind.ELEMENTS, sample.reference_answer, sample.question
+    if element_split is not None:
+        elements = tuple(
+            Element(id=content_id(element_split.id, i, text), text=text, index=i)
+            for i, text in enumerate(element_split.items)
         )
-        update["elements"] = tuple(
-            Element(id=content_id(split.id, i, text), text=text, index=i) for i, text in enumerate(split.items)
-        )
+        # The pointer rule runs over the frozen (possibly edited) list, never changes what is stored, and the
+        # dropped elements stay in the state so the scorer reports them.
+        dropped = tuple(e for e in elements if ctx.config.drop_pointer_elements and is_pointer_element(e.text))
+        update["elements"] = tuple(e for e in elements if e not in dropped)
+        update["dropped_elements"] = dropped
     return update
+
+
+async def _split(ctx: EvalContext, kind: DecompositionKind, text: str, question: str, wanted: bool) -> Decomposition | None:
+    return await frozen_split(ctx.store, ctx.decomposer, kind, text, question) if wanted else None

@@ -11,6 +11,9 @@ from collections import defaultdict
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from ragcourt.combined_checks import COMBINABLE
+from ragcourt.config import Batching
+from ragcourt.jury import SampleJudge
 from ragcourt.schema import Check, CheckKind, UnscoredReason, Verdict, VerdictStatus
 from ragcourt.state import EvalContext, JudgeTask, SampleState, verdict_key
 
@@ -25,12 +28,20 @@ def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | s
     batches: dict[tuple[CheckKind, str], list[Check]] = defaultdict(list)
     for check in state.get("checks", {}).values():
         batches[(check.kind, check.condition.key)].append(check)
+    per_sample = runtime.context.config.batching is Batching.PER_SAMPLE
     sends = []
     for index, judge in enumerate(runtime.context.judges):
-        for (kind, _), checks in batches.items():
+        # per_sample: a judge that can (an LLM judge) gets one batch of every alignment kind per condition.
+        # Such a batch holds several kinds; its task's `kind` is its first check's, and `judge` below
+        # dispatches on the kinds it holds.
+        grouped: dict[tuple[CheckKind | None, str], list[Check]] = defaultdict(list)
+        for (kind, condition), checks in batches.items():
+            combine = per_sample and kind in COMBINABLE and isinstance(judge, SampleJudge)
+            grouped[(None if combine else kind, condition)].extend(checks)
+        for checks in grouped.values():
             pending = [c for c in checks if verdict_key(c.id, judge.judge_id) not in verdicts]
             if pending:
-                sends.append(Send(JUDGE_NODE, JudgeTask(judge_index=index, kind=kind, checks=pending)))
+                sends.append(Send(JUDGE_NODE, JudgeTask(judge_index=index, kind=pending[0].kind, checks=pending)))
     return sends or AFTER_JUDGES
 
 
@@ -48,11 +59,15 @@ async def judge(task: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
     fresh: list[Verdict] = []
     if missing:
         try:
-            fresh = await jury_member.judge(task["kind"], missing)
+            if isinstance(jury_member, SampleJudge) and len({c.kind for c in missing}) > 1:
+                fresh = await jury_member.judge_sample(missing)
+            else:
+                fresh = await jury_member.judge(task["kind"], missing)
         except Exception as error:  # a judge must never take the run down: record why it gave nothing
+            reason = UnscoredReason.TIMEOUT if isinstance(error, TimeoutError) else UnscoredReason.ERROR
             fresh = [
                 Verdict(check_id=c.id, judge_id=jury_member.judge_id, status=VerdictStatus.UNSCORED,
-                        unscored_reason=UnscoredReason.ERROR, detail=f"{type(error).__name__}: {error}")
+                        unscored_reason=reason, detail=f"{type(error).__name__}: {error}")
                 for c in missing
             ]
         await ctx.store.aput(*fresh)

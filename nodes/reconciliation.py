@@ -91,8 +91,9 @@ def normal_coverage(state: SampleState, reconciled: dict[str, Reconciled]) -> fl
 async def reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx, run_id = runtime.context, state["run_id"]
     verdicts = state.get("verdicts", {})
-    reviews = {**{r.check_id: r for r in await asyncio.to_thread(ctx.store.latest_reviews, run_id)
-                  if r.check_id in state.get("checks", {})}, **state.get("reviews", {})}
+    stored = await asyncio.to_thread(ctx.store.latest_reviews, run_id)  # check id -> newest review
+    reviews = {**{check_id: r for check_id, r in stored.items() if check_id in state.get("checks", {})},
+               **state.get("reviews", {})}
     decided = {}
     for check in state.get("checks", {}).values():
         jury = [verdicts[k] for k in (verdict_key(check.id, j.judge_id) for j in ctx.judges) if k in verdicts]

@@ -28,7 +28,7 @@ from ragcourt.schema import (
 from ragcourt.state import EvalContext, SampleState
 from ragcourt.systems import ConditionUnavailable
 
-DISTRACTOR_POOL = 50  # how many nearest corpus chunks a distractor is drawn from
+DISTRACTOR_POOL = 50  # how many nearest corpus chunks the best non-gold distractor is looked for in
 
 
 async def retrieve_perturb(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
@@ -47,13 +47,14 @@ async def retrieve_perturb(state: SampleState, runtime: Runtime[EvalContext]) ->
                               k=k, score_threshold=threshold, made_by=made_by))
 
     normal = have.get(NORMAL.key)
+    hidden: str | None = None
     if normal is None:
         try:
             chunks = await ctx.system.retrieve(sample, config.top_k, config.score_threshold)
             add(NORMAL, chunks, f"{ctx.system.name}.retrieve", config.top_k, config.score_threshold)
             normal = made[-1]
-        except ConditionUnavailable as reason:
-            unavailable[NORMAL.key] = str(reason)
+        except ConditionUnavailable as reason:  # the system answers but shows no retrieval
+            hidden = str(reason)
         except Exception as error:  # the system under test failed: record it, the run goes on
             unavailable[NORMAL.key] = f"retrieval failed: {type(error).__name__}: {error}"
     if ConditionKind.CLOSED_BOOK in config.conditions and CLOSED_BOOK.key not in have:
@@ -63,7 +64,9 @@ async def retrieve_perturb(state: SampleState, runtime: Runtime[EvalContext]) ->
             add(ORACLE, list(sample.gold_documents), "gold documents (oracle)")
         else:
             unavailable[ORACLE.key] = "the sample has no gold documents"
-    if state.get("loose_requested") and LOOSE.key not in have:
+    if state.get("loose_requested") and LOOSE.key not in have and getattr(ctx.system, "fixed_retrieval", False):
+        unavailable[LOOSE.key] = f"{ctx.system.name} has fixed contexts: no loose retrieval is possible"
+    elif state.get("loose_requested") and LOOSE.key not in have:
         k = config.top_k * config.loose_k_factor
         try:
             add(LOOSE, await ctx.system.retrieve(sample, k, None), f"{ctx.system.name}.retrieve loose", k, None)
@@ -75,7 +78,10 @@ async def retrieve_perturb(state: SampleState, runtime: Runtime[EvalContext]) ->
         made.extend(await _perturbations(ctx, sample, run_id, normal))
     if made:
         await ctx.store.aput(*made)
-    return {"retrievals": {**have, **{r.condition.key: r for r in made}}, "unavailable": unavailable}
+    update: SampleState = {"retrievals": {**have, **{r.condition.key: r for r in made}}, "unavailable": unavailable}
+    if hidden is not None:
+        update["retrieval_hidden"] = hidden
+    return update
 
 
 async def _perturbations(ctx: EvalContext, sample: Sample, run_id: str, normal: Retrieval) -> list[Retrieval]:
@@ -106,12 +112,16 @@ async def _perturbations(ctx: EvalContext, sample: Sample, run_id: str, normal: 
 
 
 async def _distractor_pool(ctx: EvalContext, sample: Sample, normal: Retrieval) -> list[Chunk]:
-    """Corpus chunks near the question that were not retrieved and are not gold, best first."""
+    """Corpus chunks that were not retrieved and are not gold: for `random` the whole corpus (sorted by id,
+    listed once per collection), for `best_non_gold` the ones nearest the question, best first."""
     if ctx.vectors is None or ctx.collection is None:
         return []
-    found = await asyncio.to_thread(
-        ctx.vectors.query, ctx.collection, sample.question, DISTRACTOR_POOL + len(normal.chunks), None
-    )
+    if ctx.config.perturbations.distractor is DistractorPolicy.RANDOM:
+        found = list(await asyncio.to_thread(ctx.vectors.all_chunks, ctx.collection))
+    else:
+        found = await asyncio.to_thread(
+            ctx.vectors.query, ctx.collection, sample.question, DISTRACTOR_POOL + len(normal.chunks), None
+        )
     shown = {c.id for c in normal.chunks}
     gold = set(sample.gold_titles) | {d.id for d in sample.gold_documents}
     return [c for c in found if c.id not in shown and c.id not in gold and (c.title or "") not in gold]

@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from ragcourt.metrics import cuer, qcare
 from ragcourt.metrics.elements import element_coverage, element_outcome
-from ragcourt.metrics.values import Decision
+from ragcourt.metrics.values import Decision, MetricName, not_available
 from ragcourt.schema import (
     LOOSE,
     NORMAL,
@@ -37,6 +37,9 @@ QCARE_KINDS = {
     "verifiableness": (CheckKind.CLAIM_SUPPORTED,),
 }
 ELEMENT_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER)
+# Per sample, when the pointer rule is on: how many elements it left out (n: elements before the rule).
+POINTER_ELEMENTS_DROPPED = "pointer_elements_dropped"
+UNKNOWN_CHUNKS = "the retrieved chunks are unknown"  # start of the n/a reason when the retrieval is not shown
 
 
 class Decisions:
@@ -73,17 +76,24 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
     # Without claims nothing answers a sub-query: that is a decided "no", not an unscored check.
     answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.id, "claims") if claims else False for sq in subqueries]
     values = qcare.qcare_metrics(covers, serves, answered, supports, k=len(chunks) or None)
+    if normal is None:  # the retrieval is unknown (not empty): what needs the chunks is n/a, never 0
+        why = state.get("retrieval_hidden") or state.get("unavailable", {}).get(NORMAL.key, "no normal retrieval")
+        values = tuple(
+            m if m.name in (MetricName.COMPLETENESS, MetricName.CONCISENESS)
+            else not_available(m.name, f"{UNKNOWN_CHUNKS}: {why}")
+            for m in values
+        )
     metrics = [
         m.model_copy(update={"n_escalated": decisions.escalated(QCARE_KINDS.get(m.name.split("@")[0], ()))})
         for m in values
     ]
     graph = qcare.alignment_graph_json(qcare.alignment_graph(subqueries, chunks, claims, covers, serves, supports))
     unsupported = [cl.text for cl, row in zip(claims, supports, strict=True) if row and all(d is False for d in row)]
-    if claims and not chunks:
+    if claims and not chunks and normal is not None:
         unsupported = [cl.text for cl in claims]
     uncovered = [
         sq.text for j, sq in enumerate(subqueries) if all(row[j] is False for row in covers)
-    ]
+    ] if normal is not None else []
     return metrics, graph, unsupported, uncovered
 
 
@@ -139,6 +149,14 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
         [element_coverage(elements).model_copy(update={"n_escalated": decisions.escalated(ELEMENT_KINDS)})]
         if elements else []
     )
+    unknown_retrieval = state.get("retrieval_hidden")
+    if elements and unknown_retrieval and NORMAL.key not in state.get("retrievals", {}):
+        element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value,
+                                         f"{UNKNOWN_CHUNKS}: {unknown_retrieval}")]
+    if ctx.config.drop_pointer_elements and "dropped_elements" in state:
+        dropped = len(state["dropped_elements"])
+        element_metrics.append(MetricValue(name=POINTER_ELEMENTS_DROPPED, value=float(dropped),
+                                           n=dropped + len(elements)))
     usage = sum((v.usage for v in verdicts), TokenUsage()) + sum(
         (a.usage for a in state.get("answers", {}).values()), TokenUsage()
     )

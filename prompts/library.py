@@ -44,6 +44,7 @@ class PromptId(StrEnum):
     JUDGE_CLAIM_SERVES_SUBQUERY = "judge_claim_serves_subquery"
     JUDGE_CLAIM_SUPPORTED = "judge_claim_supported"
     JUDGE_SUBQUERY_ANSWERED = "judge_subquery_answered"
+    JUDGE_COMBINED = "judge_combined"  # every alignment kind of one sample and condition in one call
     DIMENSION_SCORE = "dimension_score"
     RUBRIC_RELEVANCE = "rubric_relevance"
     RUBRIC_SPECIFICITY = "rubric_specificity"

@@ -70,6 +70,7 @@ class VectorStore:
         self._client = client
         self._embedding = embedding
         self._collections: dict[str, Collection] = {}
+        self._listings: dict[str, tuple[Chunk, ...]] = {}  # full corpus listings, dropped when indexing
 
     @classmethod
     def persistent(
@@ -117,6 +118,7 @@ class VectorStore:
         if duplicated:
             raise ValueError(f"duplicate chunk ids in one index call: {duplicated[:10]}")
         target = self._collection(collection, create=True)
+        self._listings.pop(collection, None)
         for start in range(0, len(chunks), batch_size):
             batch = chunks[start : start + batch_size]
             target.upsert(
@@ -157,3 +159,31 @@ class VectorStore:
 
     def count(self, collection: str) -> int:
         return self._collection(collection, create=False).count()
+
+    def all_chunks(self, collection: str, limit: int | None = None, page_size: int = 1000) -> tuple[Chunk, ...]:
+        """Every chunk of the collection (or the first `limit`), sorted by id, without score or rank.
+
+        Sorted so that seeded draws from the corpus (random distractors, generated questions) do not depend
+        on chromadb's storage order. The full listing is kept per collection until the next `index` call.
+        """
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        listing = self._listings.get(collection)
+        if listing is None:
+            target = self._collection(collection, create=False)
+            found: list[Chunk] = []
+            offset = 0
+            while True:
+                page = target.get(include=["documents", "metadatas"], limit=page_size, offset=offset)
+                ids = page["ids"]
+                documents, metadatas = page["documents"] or [], page["metadatas"] or []
+                for chunk_id, document, metadata in zip(ids, documents, metadatas, strict=True):
+                    rest = dict(metadata or {})
+                    found.append(Chunk(id=chunk_id, text=document or "", title=rest.pop(_TITLE, None),
+                                       source=rest.pop(_SOURCE, None), metadata=rest))
+                if len(ids) < page_size:
+                    break
+                offset += page_size
+            listing = tuple(sorted(found, key=lambda chunk: chunk.id))
+            self._listings[collection] = listing
+        return listing if limit is None else listing[:limit]

@@ -80,6 +80,20 @@ def test_check_id_changes_with_every_hashed_input(change: dict[str, Any]) -> Non
     assert make_check(**change).id != make_check().id
 
 
+def test_check_id_is_the_hash_of_its_inputs() -> None:
+    expected = content_id(
+        "check", CheckKind.CLAIM_SUPPORTED, "s1", "normal", "Paris is the capital of France.", "chunk-7",
+        "Paris has been the French capital since 987.", "What is the capital of France?", None, None,
+    )
+    assert make_check().id == expected  # no evidence: the id is what it was before evidence existed
+
+
+def test_evidence_changes_the_check_id_only_when_given() -> None:
+    with_evidence = make_check(kind=CheckKind.PAIRWISE, evidence="[ctx_0] Paris is the capital.")
+    assert with_evidence.id != make_check(kind=CheckKind.PAIRWISE).id
+    assert with_evidence.id != make_check(kind=CheckKind.PAIRWISE, evidence="other chunks").id
+
+
 def test_remove_of_different_chunks_gives_different_check_ids() -> None:
     removed_a = make_check(condition=Condition(kind=ConditionKind.REMOVE, chunk_id="a"))
     removed_b = make_check(condition=Condition(kind=ConditionKind.REMOVE, chunk_id="b"))

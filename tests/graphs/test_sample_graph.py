@@ -39,7 +39,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "graph"))
 
-from graph_fixtures import (  # noqa: E402
+from graph_fixtures import (
     JUDGE_A,
     JUDGE_B,
     SAMPLES,
@@ -48,8 +48,8 @@ from graph_fixtures import (  # noqa: E402
     fixture_system,
     make_context,
 )
-from ragcourt.graphs.sample import build_sample_graph  # noqa: E402
-from ragcourt.schema import (  # noqa: E402
+from ragcourt.graphs.sample import build_sample_graph
+from ragcourt.schema import (
     LOOSE,
     NORMAL,
     CheckKind,
@@ -59,7 +59,7 @@ from ragcourt.schema import (  # noqa: E402
     SampleDiagnostics,
     SampleStatus,
 )
-from ragcourt.stores.records import RecordStore  # noqa: E402
+from ragcourt.stores.records import RecordStore
 
 RUN = "run-graph"
 
@@ -182,7 +182,7 @@ async def test_low_coverage_triggers_loose_retrieval_with_doubled_k_and_no_thres
 
 
 async def test_coverage_at_threshold_makes_no_loose_run(store: RecordStore) -> None:
-    states, system, judges = await run_samples(store, ["s3"])
+    states, system, _ = await run_samples(store, ["s3"])
     diagnostics = states["s3"]["diagnostics"]
 
     assert diagnostics.metric("element_coverage").value == pytest.approx(0.6)

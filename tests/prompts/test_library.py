@@ -73,6 +73,7 @@ def test_declared_variables_of_the_briefed_prompts() -> None:
         PromptId.JUDGE_CLAIM_SERVES_SUBQUERY: ("question", "items", "subqueries"),
         PromptId.JUDGE_CLAIM_SUPPORTED: ("question", "items", "chunks"),
         PromptId.JUDGE_SUBQUERY_ANSWERED: ("question", "items", "claims"),
+        PromptId.JUDGE_COMBINED: ("question", "evidence", "items", "tasks"),
         PromptId.DIMENSION_SCORE: ("dimension", "rubric", "question", "source", "answer"),
         PromptId.PAIRWISE: ("question", "evidence", "reference", "answer_a", "answer_b"),
         PromptId.ANSWER_WITH_CONTEXT: ("question", "chunks"),

@@ -1,0 +1,429 @@
+"""A simulated OpenAI-compatible LLM server on 127.0.0.1 for cost and speed benchmarks.
+
+    python bench/sim_server.py --latency-ms 200 [--jitter-ms 50 --distribution lognormal]
+                               [--tokens-per-s 0] [--port 0]
+prints its base URL (http://127.0.0.1:PORT/v1) on the first line and serves until stdin closes or it is
+killed. It answers every chat request at once (asyncio: 32+ requests in flight are served concurrently)
+after the drawn latency plus completion_tokens / tokens-per-s, with:
+
+- a tool call carrying a valid instance of the tool's JSON schema (function calling), or JSON content
+  valid for `response_format` json_schema, or for a JSON schema written into the prompt (JSON mode and
+  prompt-only formats such as RAGAS's); plain text otherwise;
+- item ids taken from the prompt where the schema asks for them: a field `item_id` whose description
+  names an example id (e.g. "E1") gets one entry per id of that prefix listed at a line start in the
+  prompt ("[E1] ..."), and id lists (e.g. "ctx_0", "Q1") get one or two such ids, so verdicts map back.
+
+Endpoints: POST /v1/chat/completions, POST /v1/embeddings (deterministic unit vectors), GET /v1/models,
+GET /sim/stats (counters), POST /sim/reset. Tokens are counted as characters // 4 (no tokenizer data
+is downloaded), prompt tokens over all message contents and tool/schema definitions, completion tokens
+over the output text. Nothing here is imported from tests/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import math
+import random
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+CHARS_PER_TOKEN = 4
+_DECODER = json.JSONDecoder()
+# "[E1] <<<ITEM-..." or "[ctx_0] title: ..." at a line start: a shown id, with the label of its text if any.
+_SHOWN_ID = re.compile(r"^\[([A-Za-z]+_?)(\d+)\](?:[^\n<]*?<<<([A-Z_]+)-)?", re.MULTILINE)
+_EXAMPLE_ID = re.compile(r"\b([A-Za-z]+_?)(?:\d+|(?<=_)N)\b")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+
+
+def tokens(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN
+
+
+# --------------------------------------------------------------------------- ids in a prompt
+
+
+@dataclass(frozen=True)
+class ShownId:
+    prefix: str
+    number: str
+    label: str | None
+
+    @property
+    def text(self) -> str:
+        return f"{self.prefix}{self.number}"
+
+
+def shown_ids(prompt: str) -> list[ShownId]:
+    """Ids listed at line starts, in order, each once."""
+    seen: dict[str, ShownId] = {}
+    for match in _SHOWN_ID.finditer(prompt):
+        shown = ShownId(match.group(1), match.group(2), match.group(3))
+        seen.setdefault(shown.text, shown)
+    return list(seen.values())
+
+
+def _prefix_in(description: str, ids: list[ShownId]) -> str | None:
+    """The id prefix a field description names by example ("e.g. E1", "ctx_N") among the prompt's ids."""
+    prefixes = {s.prefix for s in ids}
+    for match in _EXAMPLE_ID.finditer(description):
+        if match.group(1) in prefixes:
+            return match.group(1)
+    return None
+
+
+# --------------------------------------------------------------------------- schema instances
+
+
+@dataclass
+class InstanceMaker:
+    """Minimal valid instances of a JSON schema, ids taken from `prompt`, deterministic per prompt."""
+
+    root: dict[str, Any]
+    prompt: str = ""
+    list_length: int = 2
+    _ids: list[ShownId] = field(init=False)
+    _rng: random.Random = field(init=False)
+    _words: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._ids = shown_ids(self.prompt)
+        self._rng = random.Random(hashlib.sha256(self.prompt.encode()).hexdigest())
+        self._words = _WORD.findall(self.prompt[-2000:]) or ["plausible", "output", "text"]
+
+    def make(self) -> Any:
+        return self._value(self.root, "value", "")
+
+    def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in schema:
+            path = schema["$ref"].removeprefix("#/").split("/")
+            target: Any = self.root
+            for part in path:
+                target = target[part]
+            schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+        return schema
+
+    def _value(self, schema: dict[str, Any], name: str, description: str) -> Any:
+        schema = self._resolve(schema)
+        description = schema.get("description", description)
+        if "const" in schema:
+            return schema["const"]
+        if "enum" in schema:
+            return schema["enum"][0]
+        for combinator in ("anyOf", "oneOf"):
+            if combinator in schema:
+                options = [o for o in schema[combinator] if self._resolve(o).get("type") != "null"]
+                return self._value(options[0] if options else {"type": "null"}, name, description)
+        if "allOf" in schema:
+            merged: dict[str, Any] = {}
+            for part in schema["allOf"]:
+                merged |= self._resolve(part)
+            return self._value(merged, name, description)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if kind == "object" or "properties" in schema:
+            return self._object(schema)
+        if kind == "array":
+            return self._array(schema, name, description)
+        if kind == "integer":
+            low, high = schema.get("minimum", 0), schema.get("maximum", 1)
+            return max(int(low), min(1, int(high)))
+        if kind == "number":
+            low, high = schema.get("minimum"), schema.get("maximum")
+            if low is not None and high is not None:
+                return (low + high) / 2
+            return float(low) + 1.0 if low is not None else 1.0
+        if kind == "boolean":
+            return True
+        if kind == "null":
+            return None
+        return self._string(name, schema)
+
+    def _object(self, schema: dict[str, Any]) -> dict[str, Any]:
+        properties: dict[str, Any] = schema.get("properties", {})
+        out = {}
+        for key, sub in properties.items():
+            out[key] = self._value(sub, key, "")
+        return out
+
+    def _string(self, name: str, schema: dict[str, Any]) -> str:
+        words = " ".join(self._rng.choice(self._words) for _ in range(6))
+        text = f"{name.replace('_', ' ')} {self._rng.randrange(10**6)}: {words}"
+        max_length = schema.get("maxLength")
+        return text[:max_length] if max_length else text
+
+    def _array(self, schema: dict[str, Any], name: str, description: str) -> list[Any]:
+        items = self._resolve(schema.get("items", {}))
+        low, high = schema.get("minItems", 0), schema.get("maxItems")
+        properties = items.get("properties", {})
+        if "item_id" in properties:  # one entry per listed item
+            item_schema = self._resolve(properties["item_id"])
+            wanted = self._ids_for(item_schema.get("description", ""), item_labels=True)
+            out = []
+            for shown in wanted:
+                entry = self._object(items)
+                entry["item_id"] = shown
+                out.append(entry)
+            return out
+        if self._resolve(items).get("type") == "string" and (prefix := _prefix_in(description, self._ids)):
+            candidates = [s.text for s in self._ids if s.prefix == prefix]
+            count = min(len(candidates), 1 + self._rng.randrange(2))
+            return sorted(self._rng.sample(candidates, count), key=candidates.index)
+        if "ids" in name and self._resolve(items).get("type") == "string":
+            candidates = [s.text for s in self._ids if s.label in ("TARGET", "CHUNK")]
+            count = min(len(candidates), 1 + self._rng.randrange(2))
+            return sorted(self._rng.sample(candidates, count), key=candidates.index)
+        length = max(low, self.list_length)
+        if high is not None:
+            length = min(length, high)
+        return [self._value(items, f"{name} {i + 1}", "") for i in range(length)]
+
+    def _ids_for(self, description: str, *, item_labels: bool) -> list[str]:
+        prefix = _prefix_in(description, self._ids)
+        if prefix is not None:
+            return [s.text for s in self._ids if s.prefix == prefix]
+        labelled = [s.text for s in self._ids if s.label == "ITEM"] if item_labels else []
+        return labelled or [s.text for s in self._ids]
+
+
+def schema_instance(schema: dict[str, Any], prompt: str = "") -> Any:
+    return InstanceMaker(schema, prompt).make()
+
+
+def find_json_schema(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text` that is a JSON schema of an object (has properties)."""
+    start = text.find("{")
+    while start != -1:
+        try:
+            candidate, _ = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError:
+            candidate = None
+        if isinstance(candidate, dict) and isinstance(candidate.get("properties"), dict):
+            return candidate
+        start = text.find("{", start + 1)
+    return None
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one chat request gets: the output text, whether it is a tool call, and its name for counting."""
+
+    text: str
+    tool: str | None
+    name: str
+
+
+def answer_for(body: dict[str, Any]) -> Answer:
+    messages = body.get("messages", [])
+    prompt = "\n".join(_text(m.get("content")) for m in messages)
+    tools = body.get("tools") or []
+    if tools:
+        function = tools[0]["function"]
+        value = schema_instance(function.get("parameters", {}), prompt)
+        return Answer(json.dumps(value), function["name"], function["name"])
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        spec = response_format.get("json_schema", {})
+        return Answer(json.dumps(schema_instance(spec.get("schema", {}), prompt)), None, spec.get("name", "json"))
+    schema = find_json_schema(prompt)
+    if schema is not None:
+        return Answer(json.dumps(schema_instance(schema, prompt)), None, str(schema.get("title", "prompt_schema")))
+    if response_format.get("type") == "json_object":
+        return Answer(json.dumps({"answer": " ".join(_WORD.findall(prompt)[-8:])}), None, "json_object")
+    return Answer(" ".join(_WORD.findall(prompt)[-12:]) or "ok", None, "text")
+
+
+# --------------------------------------------------------------------------- latency
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Seconds before a reply: a base latency drawn from a distribution plus the completion's token time."""
+
+    mean_s: float
+    jitter_s: float = 0.0
+    distribution: str = "fixed"  # fixed | uniform (mean ± jitter) | lognormal (mean, sd = jitter)
+    tokens_per_s: float = 0.0  # 0: the whole completion arrives with the first token
+    seed: int = 0
+
+    def draws(self) -> Iterator[float]:
+        rng = random.Random(self.seed)
+        while True:
+            if self.distribution == "uniform":
+                yield max(0.0, rng.uniform(self.mean_s - self.jitter_s, self.mean_s + self.jitter_s))
+            elif self.distribution == "lognormal" and self.mean_s > 0 and self.jitter_s > 0:
+                sigma2 = math.log(1 + (self.jitter_s / self.mean_s) ** 2)
+                yield rng.lognormvariate(math.log(self.mean_s) - sigma2 / 2, math.sqrt(sigma2))
+            else:
+                yield self.mean_s
+
+    def token_time(self, completion_tokens: int) -> float:
+        return completion_tokens / self.tokens_per_s if self.tokens_per_s > 0 else 0.0
+
+
+# --------------------------------------------------------------------------- counters
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    embedding_requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_name: Counter[str] = field(default_factory=Counter)
+    prompt_tokens_by_name: Counter[str] = field(default_factory=Counter)
+    completion_tokens_by_name: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    busy_s: float = 0.0  # sum of every request's service time (its latency): concurrency = busy / span
+    first_start: float | None = None
+    last_end: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        span = (self.last_end - self.first_start) if self.first_start and self.last_end else 0.0
+        return {
+            "requests": self.requests, "embedding_requests": self.embedding_requests,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "by_name": dict(self.by_name), "prompt_tokens_by_name": dict(self.prompt_tokens_by_name),
+            "completion_tokens_by_name": dict(self.completion_tokens_by_name),
+            "max_in_flight": self.max_in_flight, "busy_s": self.busy_s, "span_s": span,
+        }
+
+
+class SimServer:
+    def __init__(self, latency: Latency) -> None:
+        self.latency = latency
+        self._draws = latency.draws()
+        self.stats = Stats()
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/embeddings", self.embeddings)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/sim/stats", self.get_stats)
+        app.router.add_post("/sim/reset", self.reset)
+        return app
+
+    async def chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        started = time.monotonic()
+        stats = self.stats
+        stats.first_start = stats.first_start or started
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            answer = answer_for(body)
+            prompt_tokens = sum(tokens(_text(m.get("content"))) for m in body.get("messages", []))
+            prompt_tokens += tokens(json.dumps(body.get("tools"))) if body.get("tools") else 0
+            completion_tokens = tokens(answer.text)
+            await asyncio.sleep(next(self._draws) + self.latency.token_time(completion_tokens))
+            choices = []
+            for index in range(int(body.get("n") or 1)):
+                message: dict[str, Any] = {"role": "assistant", "content": None}
+                if answer.tool is not None:
+                    message["tool_calls"] = [{"id": f"call_{stats.requests}_{index}", "type": "function",
+                                              "function": {"name": answer.tool, "arguments": answer.text}}]
+                else:
+                    message["content"] = answer.text
+                choices.append({"index": index, "message": message, "logprobs": None,
+                                "finish_reason": "tool_calls" if answer.tool else "stop"})
+            stats.requests += 1
+            stats.prompt_tokens += prompt_tokens
+            stats.completion_tokens += completion_tokens * len(choices)
+            stats.by_name[answer.name] += 1
+            stats.prompt_tokens_by_name[answer.name] += prompt_tokens
+            stats.completion_tokens_by_name[answer.name] += completion_tokens * len(choices)
+            return web.json_response({
+                "id": f"chatcmpl-{stats.requests}", "object": "chat.completion", "created": 0,
+                "model": body.get("model", "sim"), "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens * len(choices),
+                          "total_tokens": prompt_tokens + completion_tokens * len(choices)},
+            })
+        finally:
+            ended = time.monotonic()
+            stats.in_flight -= 1
+            stats.busy_s += ended - started
+            stats.last_end = ended
+
+    async def embeddings(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        inputs = body.get("input", "")
+        items = inputs if isinstance(inputs, list) and not all(isinstance(x, int) for x in inputs) else [inputs]
+        dimensions = int(body.get("dimensions") or 64)
+        self.stats.embedding_requests += 1
+        await asyncio.sleep(next(self._draws))
+        data = [{"object": "embedding", "index": i, "embedding": unit_vector(item, dimensions)}
+                for i, item in enumerate(items)]
+        used = sum(tokens(i) if isinstance(i, str) else len(i) for i in items)
+        return web.json_response({"object": "list", "data": data, "model": body.get("model", "sim"),
+                                  "usage": {"prompt_tokens": used, "total_tokens": used}})
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "sim", "object": "model", "created": 0,
+                                                               "owned_by": "sim"}]})
+
+    async def get_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.as_json())
+
+    async def reset(self, request: web.Request) -> web.Response:
+        self.stats = Stats()
+        return web.json_response({"ok": True})
+
+
+def unit_vector(item: Any, dimensions: int) -> list[float]:
+    """A deterministic unit vector of the text (or token list): the same input, the same vector."""
+    digest = hashlib.sha256(json.dumps(item).encode()).digest()
+    raw = [(digest[i % len(digest)] ^ (i * 31 % 256)) / 127.5 - 1.0 for i in range(dimensions)]
+    norm = math.sqrt(sum(x * x for x in raw)) or 1.0
+    return [x / norm for x in raw]
+
+
+async def serve(latency: Latency, port: int) -> None:
+    runner = web.AppRunner(SimServer(latency).app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+    await site.start()
+    bound = runner.addresses[0][1]
+    print(f"http://127.0.0.1:{bound}/v1", flush=True)
+    # Serve until stdin closes (the parent went away) or the process is killed.
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await runner.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency-ms", type=float, default=200.0)
+    parser.add_argument("--jitter-ms", type=float, default=0.0)
+    parser.add_argument("--distribution", choices=("fixed", "uniform", "lognormal"), default="fixed")
+    parser.add_argument("--tokens-per-s", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    latency = Latency(args.latency_ms / 1000, args.jitter_ms / 1000, args.distribution, args.tokens_per_s, args.seed)
+    asyncio.run(serve(latency, args.port))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""`ragcourt calibrate`: agreement between the judges (and the jury) and human labels."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from ragcourt.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.calibration import (
+    CalibrationItem,
+    KindCalibration,
+    calibrate,
+    items_from_store,
+    judge_ragchecker,
+    load_labels,
+    review_labels,
+)
+from ragcourt.config import EvalConfig, JudgeSpec
+from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_ragchecker_pairs
+from ragcourt.metrics.agreement import ConfidenceInterval
+from ragcourt.schema import MetricValue, content_id
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console()
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def _value(metric: MetricValue, interval: ConfidenceInterval | None = None) -> str:
+    if metric.value is None:
+        return f"n/a ({metric.na_reason})"
+    text = f"{metric.value:.3f}"
+    if interval is not None and interval.low is not None and interval.high is not None:
+        text += f" [{interval.low:.3f}, {interval.high:.3f}]"
+    return text
+
+
+def print_calibration(report: KindCalibration) -> None:
+    title = (f"{report.kind}: {report.n_items} items; annotators: {', '.join(report.annotators) or 'none'}; "
+             "95% bootstrap intervals over items")
+    if report.agreements or report.ceiling:
+        table = Table(title=title)
+        for column in ("rater", "reference", "n", "unscored", "accuracy", "Cohen's kappa"):
+            table.add_column(column)
+        for row in (*report.agreements, *report.ceiling):
+            table.add_row(escape(row.rater), escape(row.reference), str(row.accuracy.n), str(row.accuracy.n_unscored),
+                          _value(row.accuracy, row.accuracy_ci), _value(row.kappa, row.kappa_ci))
+        console.print(table)
+        if report.ceiling:
+            console.print("(annotator rows at the bottom: human against human, the ceiling for a judge)")
+        console.print(f"Fleiss' kappa among the judges: {_value(report.fleiss_judges)} "
+                      f"(items every judge decided: {report.fleiss_judges.n})")
+        shown = [a for a in report.agreements if a.rater == report.raters[-1]]
+        for row in shown:
+            labels = [str(label) for label in row.labels]
+            matrix = Table(title=f"confusion: {escape(row.rater)} (columns) vs {escape(row.reference)} (rows)")
+            matrix.add_column("")
+            for label in labels:
+                matrix.add_column(label)
+            for label, counts in zip(labels, row.confusion, strict=True):
+                matrix.add_row(label, *(str(c) for c in counts))
+            console.print(matrix)
+    if report.correlations:
+        table = Table(title=f"{report.kind}: correlation with human scores"
+                      + (" (pairwise: preference for B)" if str(report.kind) == "pairwise" else ""))
+        for column in ("rater", "reference", "n", "Pearson", "Spearman"):
+            table.add_column(column)
+        for row in report.correlations:
+            table.add_row(escape(row.rater), escape(row.reference), str(row.pearson.n), _value(row.pearson),
+                          _value(row.spearman, row.spearman_ci))
+        console.print(table)
+
+
+def calibrate_command(
+    ragchecker: Annotated[bool, typer.Option(help="the worked example: RAGChecker human-labelled pairs")] = False,
+    pairs: Annotated[Path | None, typer.Option(help="a RAGChecker pairs file (default: the bundled one)")] = None,
+    labels: Annotated[Path | None, typer.Option(help="JSONL of {check_id, label | score, annotator?} for "
+                                                        "checks in the store")] = None,
+    run_id: Annotated[str | None, typer.Option("--run", help="use the review decisions of this run")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]; "
+                                                            "with --labels/--run: judge ids in the store")] = None,
+    logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs")] = False,
+    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    bootstrap: Annotated[int, typer.Option(help="bootstrap resamples")] = 1000,
+    home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
+) -> None:
+    """Agreement of judges with human labels: accuracy, Cohen's / Fleiss' kappa, correlations, confusion."""
+    if not (ragchecker or pairs) and labels is None and run_id is None:
+        _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
+    store = Workspace(home).open_store()
+    try:
+        items: list[CalibrationItem]
+        if ragchecker or pairs:
+            try:
+                loaded = load_ragchecker_pairs(pairs or bundled(BundledDataset.RAGCHECKER_PAIRS))
+            except DatasetError as error:
+                _fail(str(error))
+            config = EvalConfig(judges=tuple(JudgeSpec(model=j, logprobs=logprobs) for j in (judge or ["lexical"])))
+            judges = Models(config, store).judges()
+            judge_ids = [j.judge_id for j in judges]
+            run = f"calibrate-{content_id([p.sample_id for p in loaded], judge_ids)[:10]}"
+            items, outcomes = asyncio.run(judge_ragchecker(loaded, judges, store, run))
+            flagged = {j: sum(d.position_bias for o in outcomes for d in o.decisions if d.judge_id == j)
+                       for j in judge_ids}
+            console.print(f"RAGChecker human-labelled pairs: {len(loaded)} pairs, "
+                          f"{sum(len(p.annotations) for p in loaded)} annotations; model1 = A, model2 = B "
+                          "(human overall label: negative A better, positive B better, 0 Tie); every pair judged "
+                          f"in both orders; position-bias Ties per judge: {flagged}")
+        else:
+            human = load_labels(labels) if labels else review_labels(store, run_id or "")
+            if not human:
+                _fail("no human labels found" + (f" in the reviews of run {run_id}" if run_id else ""))
+            items, judge_ids = items_from_store(store, human, judge)
+        for report in calibrate(items, judge_ids, seed=seed, n_resamples=bootstrap):
+            print_calibration(report)
+    except ValueError as error:
+        _fail(str(error))
+    finally:
+        store.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("calibrate")(calibrate_command)

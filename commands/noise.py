@@ -1,0 +1,176 @@
+"""`ragcourt noise` (run-to-run measurement noise) and `ragcourt compare` (differences marked as noise)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.config import ConfigError, load_config
+from ragcourt.datasets import DatasetError
+from ragcourt.noise import DEFAULT_METRIC, PAIRED_BAND, compare_frame, noise_frame, repeat_sds
+from ragcourt.runner import Runner
+from ragcourt.schema import Decomposition, DecompositionKind, Sample, SampleDiagnostics, content_id
+from ragcourt.stores.records import RecordStore
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console()
+Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
+
+
+NOISE_COLUMNS = {"group": "group", "n_questions": "n", "n_unpaired": "unpaired", "per_question_sd": "sd/question",
+                 "mean_difference": "mean B-A", "band": "± band", "is_noise": "noise?"}
+COMPARE_COLUMNS = {"metric": "metric", "n_questions": "n", "mean_a": "A", "mean_b": "B", "difference": "B-A",
+                   "band": "± band", "verdict": "verdict"}
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def _print_frame(title: str, frame: pd.DataFrame, columns: dict[str, str]) -> None:
+    """The chosen columns (frame column -> header); n/a reasons as numbered notes under the table."""
+    table = Table(title=title)
+    for header in (*columns.values(), "note"):
+        table.add_column(header)
+    notes: dict[str, int] = {}
+    for row in frame.to_dict("records"):
+        reason = row.get("na_reason")
+        note = f"[{notes.setdefault(reason, len(notes) + 1)}]" if reason else ""
+        table.add_row(*(escape(_cell(row[c])) for c in columns), escape(note))
+    console.print(table)
+    for reason, number in notes.items():
+        console.print(escape(f"[{number}] n/a: {reason}"))
+
+
+def _open(home: Path) -> RecordStore:
+    workspace = Workspace(home)
+    if not workspace.store_path.exists():
+        _fail(f"no record store at {workspace.store_path}")
+    return workspace.open_store()
+
+
+def _diagnostics(store: RecordStore, run_id: str) -> list[SampleDiagnostics]:
+    if store.get_run(run_id) is None:
+        _fail(f"no run '{run_id}' in {store.path}")
+    return store.get_diagnostics(run_id)
+
+
+async def _run_once(home: Path, frozen: list[Decomposition], config_path: Path, samples: list[Sample],
+                    system: str, vectors_home: Path, collection: str) -> list[SampleDiagnostics]:
+    """One evaluation in its own workspace: its own store, so no verdict or LLM cache answer is shared with
+    the other repeat; element lists are copied in, so both repeats judge the same frozen elements."""
+    from ragcourt.commands.rerun import _system
+
+    config = load_config(config_path)
+    workspace = Workspace(home)
+    with workspace.open_store() as store:
+        if frozen:
+            store.put(*frozen)
+        models = Models(config, store)
+        main = Workspace(vectors_home)
+        target = _system(system, main, models, collection if system == "reference" else None)
+        vectors = main.open_vectors() if system == "reference" else None
+        context = _context(config, target, store, models, vectors, collection if vectors else None)
+        run_id = "repeat"
+        runner = Runner(context, run_id, workspace.run_dir(run_id))
+        return [d async for d in runner.astream(samples, dataset=str(config_path))]
+
+
+def noise(
+    run_a: Annotated[str | None, typer.Argument(help="first run of the configuration")] = None,
+    run_b: Annotated[str | None, typer.Argument(help="second run of the same configuration")] = None,
+    metric: Annotated[list[str] | None, typer.Option(help="per-sample metric(s); default element_coverage")]
+    = None,
+    by: Annotated[str | None, typer.Option(help="also per subgroup of this sample metadata key")] = None,
+    config_file: Annotated[Path | None, typer.Option("--config", help="run this configuration twice")] = None,
+    dataset: Annotated[Path | None, typer.Option(help="samples for --config")] = None,
+    system: Annotated[str, typer.Option(help="for --config: precomputed or reference")] = "precomputed",
+    collection: Annotated[str, typer.Option(help="for --config with the reference system")] = "hotpotqa",
+    home: Home = DEFAULT_HOME,
+) -> None:
+    """Per-question standard deviation between two runs of one configuration and the band within which a
+    change of a mean is noise (z = 1.96), for the whole run and per subgroup."""
+    metrics = metric or [DEFAULT_METRIC]
+    if config_file is not None:
+        if dataset is None:
+            _fail("--config needs --dataset")
+        assert dataset is not None
+        from ragcourt.commands.rerun import _read_samples
+
+        try:
+            samples = _read_samples(dataset)
+            load_config(config_file)
+        except (DatasetError, ConfigError) as error:
+            _fail(str(error))
+        frozen: list[Decomposition] = []
+        if Workspace(home).store_path.exists():
+            with Workspace(home).open_store() as main:
+                frozen = _element_lists(main)
+        key = content_id(config_file.read_text(encoding="utf-8"), [s.content_hash for s in samples], system)[:10]
+        base = home / "noise" / key
+        console.print(f"running the configuration twice in {base}/a and {base}/b (separate stores: no shared "
+                      f"cache; {len(frozen)} frozen element lists copied into both)")
+        first = asyncio.run(_run_once(base / "a", frozen, config_file, samples, system, home, collection))
+        second = asyncio.run(_run_once(base / "b", frozen, config_file, samples, system, home, collection))
+    else:
+        if run_a is None or run_b is None:
+            _fail("give two runs (RUN_A RUN_B) or --config FILE --dataset FILE")
+        with _open(home) as store:
+            first, second = _diagnostics(store, run_a), _diagnostics(store, str(run_b))
+            samples = store.get_samples(run_a)
+    for name in metrics:
+        frame = noise_frame(first, second, samples, name, by)
+        _print_frame(f"run-to-run noise of {name}: band = 1.96 x sd / sqrt(n); a change of a mean inside "
+                     f"it is noise", frame, NOISE_COLUMNS)
+
+
+def _element_lists(store: RecordStore) -> list[Decomposition]:
+    ids = store.to_frame(Decomposition)
+    if ids.empty:
+        return []
+    wanted = ids.loc[ids["kind"] == str(DecompositionKind.ELEMENTS), "id"]
+    return [d for d in (store.get_decomposition(i) for i in wanted) if d is not None]
+
+
+def compare(
+    run_a: Annotated[str, typer.Argument(help="run A (baseline)")],
+    run_b: Annotated[str, typer.Argument(help="run B")],
+    noise_runs: Annotated[list[str] | None, typer.Option(
+        "--noise", help="twice: two runs of one configuration whose per-question sd sets the band")] = None,
+    home: Home = DEFAULT_HOME,
+) -> None:
+    """Per metric: mean of A and B over the questions both scored, B - A, and "noise" when inside the band."""
+    with _open(home) as store:
+        a, b = _diagnostics(store, run_a), _diagnostics(store, run_b)
+        if noise_runs:
+            if len(noise_runs) != 2:
+                _fail("--noise takes exactly two runs (give it twice)")
+            x, y = _diagnostics(store, noise_runs[0]), _diagnostics(store, noise_runs[1])
+            frame = compare_frame(a, b, repeat_sds(x, y, [m for d in a for m in {n.name for n in d.metrics}]),
+                                  f"repeat runs {noise_runs[0]} / {noise_runs[1]}")
+        else:
+            frame = compare_frame(a, b)
+    source = f"repeat runs {noise_runs[0]} / {noise_runs[1]}" if noise_runs else PAIRED_BAND
+    _print_frame(f"compare {run_a} -> {run_b}: band from {source}, z = 1.96", frame, COMPARE_COLUMNS)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("noise")(noise)
+    app.command("compare")(compare)

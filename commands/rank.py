@@ -1,0 +1,165 @@
+"""`ragcourt rank`: a DICE tournament of systems' answer files, or one new system against baseline tiers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from ragcourt.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.config import EvalConfig, JudgeSpec
+from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
+from ragcourt.metrics.dice import TournamentMode, round_robin_schedule
+from ragcourt.ranking import (
+    RankingReport,
+    RankSettings,
+    TierReport,
+    load_answer_set,
+    place_against_baselines,
+    rank_systems,
+    save_pool,
+)
+from ragcourt.schema import Sample
+from ragcourt.tournament_state import ScoreScheme
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console()
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def load_references(path: Path) -> dict[str, Sample]:
+    """Questions with reference answers: a samples file, or a HotpotQA IRCoT file."""
+    head = path.open("rb").read(4000)
+    if b'"question_text"' in head and b'"contexts"' in head:
+        samples = load_hotpotqa(path).samples
+    else:
+        samples = load_samples(path).samples
+    return {s.id: s for s in samples}
+
+
+def _ci(low: float | None, high: float | None, reason: str | None) -> str:
+    return f"n/a ({reason})" if low is None or high is None else f"[{low:.0f}, {high:.0f}]"
+
+
+def print_ranking(report: RankingReport) -> None:
+    result = report.tournament
+    n_systems = len(result.standings)
+    all_pairs = sum(len(p.pairs) for p in round_robin_schedule([s.system for s in result.standings]))
+    table = Table(title=f"DICE {result.mode} tournament: {result.n_matches} matches "
+                  f"(round robin: {all_pairs}), {len(result.rounds)} rounds, {n_systems} systems, "
+                  f"{len(report.questions)} questions per match, K={result.k:g}, seed {result.seed}")
+    for column in ("rank", "system", "Elo", "95% CI (bootstrap over questions)", "W", "T", "L", "matches", "byes"):
+        table.add_column(column)
+    for rank, s in enumerate(result.standings, start=1):
+        table.add_row(str(rank), escape(s.system), f"{s.elo:.1f}", _ci(s.elo_ci.low, s.elo_ci.high, s.elo_ci.na_reason),
+                      str(s.wins), str(s.ties), str(s.losses), str(s.matches), str(s.byes))
+    console.print(table)
+    _print_footer(report.probability_sources, report.position_bias, report.unscored_questions,
+                  report.calls.asked, report.calls.reused)
+    if report.dropped_questions:
+        console.print(f"{report.dropped_questions} questions were not answered by every system and were left out")
+    console.print(f"record store run: {report.run_id}")
+
+
+def _print_footer(sources: dict, bias: dict[str, tuple[int, int]], unscored: int, asked: int, reused: int) -> None:
+    shown = ", ".join(f"{source}: {n}" for source, n in sources.items())
+    console.print(f"question probabilities from {shown} (logprobs of the decision token when every judge gave "
+                  "them, else the jury's votes)")
+    flags = ", ".join(f"{j} {f}/{d}" for j, (f, d) in bias.items())
+    console.print(f"position bias (orders disagree -> Tie), per judge, flagged/decided pairs: {flags}")
+    console.print(f"questions without any scored decision (left out): {unscored}; "
+                  f"judge verdicts asked: {asked}, reused from the store: {reused}")
+
+
+def print_tiers(report: TierReport) -> None:
+    position = report.position
+    table = Table(title=f"{report.system} against the baseline tiers ({report.n_questions} questions, both orders)")
+    for column in ("tier", "baseline", "baseline Elo", "question W", "T", "L", "score share", "match"):
+        table.add_column(column)
+    for record in position.records:
+        share = "n/a" if record.score_share is None else f"{record.score_share:.2f}"
+        table.add_row(str(record.baseline.tier), escape(record.baseline.name), f"{record.baseline.rating:.1f}",
+                      str(record.question_wins), str(record.question_ties), str(record.question_losses), share,
+                      str(record.outcome or "void"))
+    console.print(table)
+    elo = "n/a (" + str(position.elo.na_reason) + ")" if position.elo.value is None else f"{position.elo.value:.1f}"
+    console.print(f"Elo position (performance rating against the frozen baselines): {elo}; "
+                  f"placement: {position.placement or 'n/a'}")
+    sources: dict = {}
+    bias: dict[str, list[int]] = {}
+    unscored = 0
+    for outcomes in report.outcomes.values():
+        for o in outcomes:
+            unscored += o.score_a is None
+            if o.score_a is not None:
+                sources[o.probabilities.source] = sources.get(o.probabilities.source, 0) + 1
+            for d in o.decisions:
+                counts = bias.setdefault(d.judge_id, [0, 0])
+                counts[0] += d.position_bias
+                counts[1] += d.label is not None
+    _print_footer(sources, {j: (f, d) for j, (f, d) in bias.items()}, unscored, report.calls.asked,
+                  report.calls.reused)
+    console.print(f"record store run: {report.run_id}")
+
+
+def rank(
+    systems: Annotated[list[Path], typer.Argument(help="one answer file per system (JSONL: id, question, answer, "
+                                                       "contexts?); with --baselines, the one new system")],
+    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]")] = None,
+    logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs (A/B/Tie probabilities)")] = False,
+    mode: Annotated[TournamentMode, typer.Option(help="swiss or round_robin")] = TournamentMode.SWISS,
+    rounds: Annotated[int | None, typer.Option(help="default: ceil(log2 n) + 1 (Swiss), all (round robin)")] = None,
+    k: Annotated[float, typer.Option(help="Elo K")] = 32.0,
+    seed: Annotated[int, typer.Option(help="pairing tie-breaks, question sample, bootstrap")] = 0,
+    questions: Annotated[int | None, typer.Option(help="a seeded sample of N questions per match")] = None,
+    scheme: Annotated[ScoreScheme, typer.Option(help="question score: hard (argmax) or soft (P_A + P_Tie/2)")] = (
+        ScoreScheme.HARD),
+    bootstrap: Annotated[int, typer.Option(help="bootstrap resamples for the Elo intervals")] = 1000,
+    references: Annotated[Path | None, typer.Option(help="questions with reference answers (samples or "
+                                                            "HotpotQA file)")] = None,
+    baselines: Annotated[Path | None, typer.Option(help="pool directory: evaluate one new system against its "
+                                                           "High / Medium / Low baselines")] = None,
+    save_baselines: Annotated[Path | None, typer.Option(help="keep the ranked answer sets as a baseline "
+                                                                "pool in this directory")] = None,
+    home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
+) -> None:
+    """Rank systems with DICE: pairwise A/B/Tie judgments in both orders, Swiss tournament, Elo."""
+    if baselines is not None and len(systems) != 1:
+        _fail("with --baselines give exactly one answer file: the new system")
+    if baselines is None and len(systems) < 2:
+        _fail("a tournament needs at least two answer files")
+    try:
+        answer_sets = [load_answer_set(path) for path in systems]
+        refs = load_references(references) if references else None
+        settings = RankSettings(mode=mode, rounds=rounds, k=k, seed=seed, questions=questions, scheme=scheme,
+                                n_bootstrap=bootstrap)
+        config = EvalConfig(judges=tuple(JudgeSpec(model=j, logprobs=logprobs) for j in (judge or ["lexical"])))
+    except (DatasetError, ValueError, OSError) as error:
+        _fail(str(error))
+    store = Workspace(home).open_store()
+    try:
+        judges = Models(config, store).judges()
+        if baselines is not None:
+            print_tiers(asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs)))
+            return
+        report = asyncio.run(rank_systems(answer_sets, judges, store, settings, refs))
+        print_ranking(report)
+        if save_baselines is not None:
+            pool = save_pool(save_baselines, report, answer_sets)
+            tiers = ", ".join(f"{e.tier}: {e.name} ({e.rating:.1f})" for e in pool.tiered())
+            console.print(f"baseline pool saved in {save_baselines}: {tiers}")
+    except ValueError as error:
+        _fail(str(error))
+    finally:
+        store.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rank")(rank)

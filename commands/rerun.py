@@ -1,0 +1,122 @@
+"""`ragcourt rerun --changed BASE_RUN`: evaluate only the samples whose reference answer or element list
+changed since BASE_RUN, in a new run that reuses every other row of the base run (see ragcourt.rerun)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.config import EvalConfig
+from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
+from ragcourt.rerun import RerunResult, arerun_changed
+from ragcourt.runner import RunLockedError
+from ragcourt.schema import Sample
+from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console()
+Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
+PRECOMPUTED, REFERENCE = "precomputed", "reference"
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def _read_samples(path: Path) -> list[Sample]:
+    head = path.open("rb").read(4000)
+    if b'"question_text"' in head and b'"contexts"' in head:
+        return list(load_hotpotqa(path).samples)
+    return list(load_samples(path).samples)
+
+
+def _system(kind: str, workspace: Workspace, models: Models, collection: str | None) -> RAGSystem:
+    if kind == PRECOMPUTED:
+        return Precomputed(bounds=models.bounds_generator())
+    if collection is None or not workspace.open_vectors().has_collection(collection):
+        _fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: give --collection")
+    assert collection is not None
+    return ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+
+
+def _print_result(result: RerunResult) -> None:
+    plan = result.plan
+    console.print(f"new run {result.run.run_id} (base {result.run.base_run}, created "
+                  f"{result.run.created_at:%Y-%m-%d %H:%M:%S} UTC): {len(plan.changed)} rows re-run, "
+                  f"{len(result.copied)} rows copied from the base run"
+                  + (f", {len(plan.dropped)} base rows not in the dataset (left out)" if plan.dropped else ""))
+    if not plan.changed:
+        return
+    table = Table(title="re-run rows")
+    for column in ("sample", "why", "evaluated at (UTC)", "status"):
+        table.add_column(column)
+    finished = {d.sample_id: d for d in result.rerun}
+    for change in plan.changed:
+        row = finished.get(change.sample_id)
+        when = f"{row.created_at:%Y-%m-%d %H:%M:%S}" if row else "not finished"
+        table.add_row(change.sample_id, "; ".join(change.reasons), when, str(row.status) if row else "-")
+    console.print(table)
+
+
+def rerun(
+    changed: Annotated[str, typer.Option("--changed", help="the base run: re-run only what changed since it")],
+    dataset: Annotated[Path | None, typer.Option(help="the (edited) samples; default: the base run's samples")]
+    = None,
+    system: Annotated[str | None, typer.Option(help="precomputed or reference; default: as in the base run")]
+    = None,
+    collection: Annotated[str | None, typer.Option(help="chromadb collection of the reference system")] = None,
+    run_id: Annotated[str | None, typer.Option(help="id of the new run (default: derived, so it resumes)")]
+    = None,
+    home: Home = DEFAULT_HOME,
+) -> None:
+    """Evaluate only the samples whose reference answer or element list changed since the base run, and copy
+    every other row; prints which rows were re-run, why and when."""
+    from ragcourt.cli import _print_summary
+    from ragcourt.report.qcare_tables import element_diagnosis_lines
+    from ragcourt.summary import summarize
+
+    workspace = Workspace(home)
+    if not workspace.store_path.exists():
+        _fail(f"no record store at {workspace.store_path}")
+    store = workspace.open_store()
+    try:
+        base = store.get_run(changed)
+        if base is None:
+            _fail(f"no run '{changed}' in {workspace.store_path}")
+        assert base is not None
+        try:
+            samples = _read_samples(dataset) if dataset else store.get_samples(changed)
+        except DatasetError as error:
+            _fail(str(error))
+        kind = system or (PRECOMPUTED if base.system == Precomputed().name else REFERENCE)
+        if kind not in (PRECOMPUTED, REFERENCE):
+            _fail(f"unknown system '{kind}' (use precomputed or reference)")
+        config = EvalConfig.model_validate(base.config)
+        models = Models(config, store)
+        target = _system(kind, workspace, models, collection)
+        vectors = workspace.open_vectors() if kind == REFERENCE else None
+        context = _context(config, target, store, models, vectors, collection if kind == REFERENCE else None)
+        try:
+            result = asyncio.run(arerun_changed(context, changed, samples, new_run_id=run_id,
+                                                runs_home=workspace.home / "runs",
+                                                dataset=str(dataset) if dataset else None))
+        except (RunLockedError, LookupError, ValueError) as error:
+            _fail(str(error))
+        _print_result(result)
+        _print_summary(summarize(store, result.run.run_id))
+        for line in element_diagnosis_lines(store.get_diagnostics(result.run.run_id)):
+            console.print(escape(line))
+        console.print(f"run directory: {workspace.run_dir(result.run.run_id)}")
+    finally:
+        store.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rerun")(rerun)
+

@@ -1,0 +1,131 @@
+"""Measurement noise between two runs, and comparing runs against it (seed 003).
+
+`noise_frame`: the same configuration measured twice. Per question, the difference of a per-sample metric
+(element coverage by default) between the runs; its standard deviation over questions, and the band
+z * sd / sqrt(n) within which a change of the mean is noise, for the whole run and for each subgroup of
+a metadata key (a subgroup has fewer questions, so a wider band).
+
+`compare_frame`: two runs (usually two configurations). Per metric the mean difference over the questions
+both runs scored, and the band it is judged against: from two repeat runs of one configuration when
+given (the seed's measurement noise, scaled to the number of compared questions), else the paired band
+of the compared runs themselves (z * sd of the A-B differences / sqrt(n): the 95 % half-width of the
+mean difference, which is wider than pure measurement noise whenever the change differs per question).
+Each frame says which band it used.
+
+Frames keep undefined figures as None (object columns) with a reason column, never NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+from ragcourt.metrics.elements import Z_95, is_noise, noise_band, run_to_run_noise
+from ragcourt.metrics.values import MetricName
+from ragcourt.schema import Sample, SampleDiagnostics, SampleStatus
+
+DEFAULT_METRIC = MetricName.ELEMENT_COVERAGE.value
+ALL = "(all)"
+PAIRED_BAND = "paired A-B differences"
+
+
+def metric_values(diagnostics: Sequence[SampleDiagnostics], metric: str) -> tuple[dict[str, float], int]:
+    """sample id -> value of `metric` for finished samples, and how many finished samples had it n/a."""
+    values: dict[str, float] = {}
+    n_na = 0
+    for d in diagnostics:
+        if d.status is not SampleStatus.OK:
+            continue
+        found = d.metric(metric)
+        if found is None:
+            continue
+        if found.value is None:
+            n_na += 1
+        else:
+            values[d.sample_id] = found.value
+    return values, n_na
+
+
+def metric_names(*runs: Sequence[SampleDiagnostics]) -> list[str]:
+    """Metric names present in every run, in first-seen order."""
+    per_run = [dict.fromkeys(m.name for d in run for m in d.metrics) for run in runs]
+    return [name for name in per_run[0] if all(name in names for names in per_run[1:])] if per_run else []
+
+
+def _groups(samples: Sequence[Sample], by: str | None) -> dict[str, set[str]]:
+    groups: dict[str, set[str]] = {ALL: {s.id for s in samples}}
+    if by:
+        for sample in samples:
+            value = sample.metadata.get(by)
+            groups.setdefault(f"{by}={'(missing)' if value is None else value}", set()).add(sample.id)
+    return groups
+
+
+def noise_frame(
+    run_a: Sequence[SampleDiagnostics], run_b: Sequence[SampleDiagnostics], samples: Sequence[Sample],
+    metric: str = DEFAULT_METRIC, by: str | None = None, z: float = Z_95,
+) -> pd.DataFrame:
+    """One row per group: questions paired, per-question sd, mean difference, band, and whether it is noise."""
+    values_a, na_a = metric_values(run_a, metric)
+    values_b, na_b = metric_values(run_b, metric)
+    rows: list[dict[str, Any]] = []
+    for group, ids in _groups(samples, by).items():
+        a = {k: v for k, v in values_a.items() if k in ids}
+        b = {k: v for k, v in values_b.items() if k in ids}
+        noise = run_to_run_noise(a, b, z)
+        rows.append({
+            "metric": metric, "group": group, "n_questions": noise.n_questions, "n_unpaired": noise.n_unpaired,
+            "per_question_sd": noise.per_question_sd, "mean_difference": noise.mean_difference,
+            "band": noise.band,
+            "is_noise": None if noise.band is None or noise.mean_difference is None
+            else is_noise(noise.mean_difference, noise.band),
+            "na_reason": noise.na_reason,
+        })
+    frame = pd.DataFrame(rows, dtype=object)
+    frame.attrs["n_na"] = {"a": na_a, "b": na_b}
+    return frame
+
+
+def repeat_sds(
+    repeat_a: Sequence[SampleDiagnostics], repeat_b: Sequence[SampleDiagnostics], metrics: Sequence[str]
+) -> dict[str, float | None]:
+    """Per metric, the per-question sd between two runs of one configuration (None with < 2 questions)."""
+    return {
+        metric: run_to_run_noise(metric_values(repeat_a, metric)[0], metric_values(repeat_b, metric)[0]).per_question_sd
+        for metric in metrics
+    }
+
+
+def compare_frame(
+    run_a: Sequence[SampleDiagnostics], run_b: Sequence[SampleDiagnostics],
+    noise_sd: Mapping[str, float | None] | None = None, noise_source: str = "", z: float = Z_95,
+) -> pd.DataFrame:
+    """Per metric in both runs: mean of A and B over the questions both scored, B - A, the band, the verdict."""
+    rows: list[dict[str, Any]] = []
+    for metric in metric_names(run_a, run_b):
+        a, _ = metric_values(run_a, metric)
+        b, _ = metric_values(run_b, metric)
+        shared = sorted(set(a) & set(b))
+        row: dict[str, Any] = {"metric": metric, "n_questions": len(shared), "mean_a": None, "mean_b": None,
+                               "difference": None, "band": None, "band_from": None, "verdict": None,
+                               "na_reason": None}
+        rows.append(row)
+        if not shared:
+            row["na_reason"] = "no question has a value in both runs"
+            continue
+        row["mean_a"] = sum(a[q] for q in shared) / len(shared)
+        row["mean_b"] = sum(b[q] for q in shared) / len(shared)
+        row["difference"] = row["mean_b"] - row["mean_a"]
+        if noise_sd is not None:
+            sd, row["band_from"] = noise_sd.get(metric), noise_source
+            why = f"the repeat runs give no sd for {metric} (fewer than two questions)"
+        else:
+            sd, row["band_from"] = run_to_run_noise(a, b, z).per_question_sd, PAIRED_BAND
+            why = "fewer than two questions in both runs"
+        if sd is None:
+            row["na_reason"] = why
+            continue
+        row["band"] = noise_band(sd, len(shared), z)
+        row["verdict"] = "noise" if is_noise(row["difference"], row["band"]) else "change"
+    return pd.DataFrame(rows, dtype=object)

@@ -1,0 +1,101 @@
+"""The CUE-R per-chunk utility chart (seed 004): for every perturbed chunk, the change in soft correctness
+when it is removed, replaced by a distractor or duplicated, with the change in F1 and the trace divergence.
+
+A pure function from diagnostics to SVG text (no plotting library, labels escaped, no `style` attribute).
+A bar left of zero means the answer got worse under the perturbation: under `remove` the system depended on
+the chunk. A missing delta is written "n/a", never drawn as zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from ragcourt.schema import ConditionKind, PerturbationEffect, SampleDiagnostics
+
+KINDS = (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
+WIDTH = 720
+LABEL_W = 240
+CELL_W = (WIDTH - LABEL_W - 10) // len(KINDS)
+BAR_HALF = CELL_W // 2 - 12  # pixels for a delta of 1
+ROW_H = 34
+FONT = 'font-family="system-ui, sans-serif" font-size="12"'
+WORSE, BETTER = "#a04a6a", "#5a9a5a"
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.2f}"
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _cell(effect: PerturbationEffect | None, x0: float, y: float) -> list[str]:
+    zero = x0 + CELL_W / 2
+    parts = [f'<line x1="{zero:.1f}" y1="{y - 9:.1f}" x2="{zero:.1f}" y2="{y + 5:.1f}" stroke="#bbb"/>']
+    if effect is None:
+        return [*parts, f'<text x="{zero + 4:.1f}" y="{y + 2:.1f}" fill="#999">not perturbed</text>']
+    delta = effect.d_soft_correct
+    if delta is None:
+        parts.append(f'<text x="{zero + 4:.1f}" y="{y + 2:.1f}" fill="#a33">n/a</text>')
+    elif delta != 0:
+        left, right = sorted((zero, zero + delta * BAR_HALF))
+        parts.append(f'<rect x="{left:.1f}" y="{y - 8:.1f}" width="{right - left:.1f}" height="12" '
+                     f'fill="{WORSE if delta < 0 else BETTER}"/>')
+    else:
+        parts.append(f'<rect x="{zero - 1:.1f}" y="{y - 8:.1f}" width="2" height="12" fill="#333"/>')
+    parts.append(f'<text x="{x0 + 6:.1f}" y="{y + 17:.1f}" font-size="10" fill="#555">'
+                 f"soft {_fmt(delta)} F1 {_fmt(effect.d_f1)} trace {_fmt(effect.trace_divergence)}</text>")
+    return parts
+
+
+def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE-R per-chunk utility",
+                     max_rows: int = 80) -> str:
+    """One row per (sample, perturbed chunk); one cell per perturbation kind with the soft-correctness delta
+    (perturbed - normal) as a bar on [-1, 1]. A header line per kind gives the gold / non-gold means."""
+    rows: dict[tuple[str, str], dict[ConditionKind, PerturbationEffect]] = {}
+    titles: dict[tuple[str, str], tuple[str | None, bool | None]] = {}
+    for d in diagnostics:
+        for effect in d.perturbations:
+            if effect.condition.kind not in KINDS or effect.condition.chunk_id is None:
+                continue
+            key = (d.sample_id, effect.condition.chunk_id)
+            rows.setdefault(key, {})[effect.condition.kind] = effect
+            titles[key] = (effect.chunk_title, effect.chunk_is_gold)
+    shown = list(rows)[:max_rows]
+    header_h = 58 + 16 * len(KINDS)
+    height = header_h + ROW_H * len(shown) + (24 if len(rows) > len(shown) else 8)
+    parts = [
+        (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" height="{height}" '
+         f'viewBox="0 0 {WIDTH} {height}" {FONT}>'),
+        f"<title>{escape(title)}</title>",
+        f'<text x="6" y="18" font-weight="bold">{escape(title)}</text>',
+        ('<text x="6" y="36" fill="#555">bar: change in soft correctness (perturbed - normal) on [-1, 1]; '
+         "left of zero = a worse answer</text>"),
+    ]
+    all_effects = [e for cells in rows.values() for e in cells.values()]
+    for i, kind in enumerate(KINDS):
+        of_kind = [e for e in all_effects if e.condition.kind is kind]
+        gold = _mean([e.d_soft_correct for e in of_kind if e.chunk_is_gold is True])
+        other = _mean([e.d_soft_correct for e in of_kind if e.chunk_is_gold is False])
+        parts.append(f'<text x="6" y="{54 + 16 * i}">{kind}: mean soft change gold {_fmt(gold)}, non-gold '
+                     f"{_fmt(other)} ({len(of_kind)} chunks)</text>")
+    for i, kind in enumerate(KINDS):
+        parts.append(f'<text x="{LABEL_W + CELL_W * i + CELL_W / 2:.1f}" y="{header_h - 4}" text-anchor="middle" '
+                     f'font-weight="bold">{kind}</text>')
+    for r, key in enumerate(shown):
+        y = header_h + 16 + ROW_H * r
+        chunk_title, is_gold = titles[key]
+        mark = {True: " (gold)", False: "", None: " (gold?)"}[is_gold]
+        label = f"{key[0][:10]} · {chunk_title or key[1]}"[:34] + mark
+        weight = ' font-weight="bold"' if is_gold else ""
+        parts.append(f'<text x="6" y="{y + 2}"{weight}>{escape(label)}</text>')
+        for i, kind in enumerate(KINDS):
+            parts.extend(_cell(rows[key].get(kind), LABEL_W + CELL_W * i, y))
+    if len(rows) > len(shown):
+        parts.append(f'<text x="6" y="{height - 8}" fill="#555">{len(rows) - len(shown)} more chunks not '
+                     "shown</text>")
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,127 @@
+"""Every table of a report as a DataFrame, and CSV + Parquet files of them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from ragcourt.report.data import ReportData
+from ragcourt.report.sections import NamedTable, Section, metric_frame
+
+
+def judge_frame(data: ReportData) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"judge": j.judge_id, "models": ", ".join(j.model_ids), "verdicts": j.n_verdicts, "unscored": j.n_unscored,
+          "prompt_tokens": j.prompt_tokens, "completion_tokens": j.completion_tokens, "cost_usd": j.cost_usd,
+          "cost_note": j.cost_note} for j in data.judges],
+        columns=["judge", "models", "verdicts", "unscored", "prompt_tokens", "completion_tokens", "cost_usd",
+                 "cost_note"],
+    )
+
+
+def sample_frame(data: ReportData) -> pd.DataFrame:
+    rows = []
+    for view in data.samples:
+        d = view.diagnostics
+        row: dict[str, object] = {
+            "sample_id": view.sample.id, "question": view.sample.question,
+            "status": str(d.status) if d else "not finished", "error": d.error if d else None,
+            "checks": len(view.checks), "unscored_verdicts": d.n_unscored if d else None,
+            "escalated": view.n_escalated,
+        }
+        if d is not None:
+            row.update({m.name: m.value for m in d.metrics})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def element_frame(data: ReportData) -> pd.DataFrame:
+    columns = ["sample_id", "element_id", "text", "in_context", "in_loose_context", "in_answer", "status"]
+    return pd.DataFrame(
+        [{"sample_id": v.sample.id, "element_id": e.element_id, "text": e.text, "in_context": e.in_context,
+          "in_loose_context": e.in_loose_context, "in_answer": e.in_answer, "status": str(e.status)}
+         for v in data.samples if v.diagnostics for e in v.diagnostics.elements],
+        columns=columns,
+    )
+
+
+def verdict_frame(data: ReportData) -> pd.DataFrame:
+    columns = ["check_id", "sample_id", "kind", "condition", "subject", "target_id", "judge", "status", "label",
+               "score", "probabilities", "rationale", "unscored_reason", "model_id", "prompt_tokens",
+               "completion_tokens"]
+    return pd.DataFrame(
+        [{"check_id": c.check.id, "sample_id": c.check.sample_id, "kind": str(c.check.kind),
+          "condition": c.check.condition.key, "subject": c.check.subject_text, "target_id": c.check.target_id,
+          "judge": v.judge_id, "status": str(v.status), "label": None if v.label is None else str(v.label),
+          "score": v.score,
+          "probabilities": None if v.probabilities is None else json.dumps({str(k): p for k, p in
+                                                                           v.probabilities.items()}),
+          "rationale": v.rationale, "unscored_reason": None if v.unscored_reason is None else str(v.unscored_reason),
+          "model_id": v.model_id, "prompt_tokens": v.usage.prompt_tokens, "completion_tokens": v.usage.completion_tokens}
+         for s in data.samples for c in s.checks for v in c.verdicts],
+        columns=columns,
+    )
+
+
+def decision_frame(data: ReportData) -> pd.DataFrame:
+    """One row per check: the jury's decision and the latest human decision."""
+    columns = ["check_id", "sample_id", "kind", "condition", "subject", "target_id", "label", "score", "agreement",
+               "method", "escalated", "escalation_reason", "provisional", "reviewer", "review_action",
+               "review_label", "review_score", "accepted_judge", "review_comment"]
+    rows = []
+    for s in data.samples:
+        for c in s.checks:
+            r, h = c.reconciled, c.review
+            rows.append({
+                "check_id": c.check.id, "sample_id": c.check.sample_id, "kind": str(c.check.kind),
+                "condition": c.check.condition.key, "subject": c.check.subject_text, "target_id": c.check.target_id,
+                "label": None if r is None or r.label is None else str(r.label), "score": r.score if r else None,
+                "agreement": r.agreement if r else None, "method": str(r.method) if r else None,
+                "escalated": r.escalated if r else None, "escalation_reason": r.escalation_reason if r else None,
+                "provisional": r.provisional if r else None, "reviewer": h.reviewer if h else None,
+                "review_action": str(h.action) if h else None,
+                "review_label": None if h is None or h.label is None else str(h.label),
+                "review_score": h.score if h else None, "accepted_judge": h.accepted_judge if h else None,
+                "review_comment": h.comment if h else None,
+            })
+    return pd.DataFrame(rows, columns=columns)
+
+
+def report_tables(data: ReportData, sections: Sequence[Section]) -> list[NamedTable]:
+    """Every table the report shows, plus the per-check and per-verdict tables behind the drill-down."""
+    tables = [
+        NamedTable("run_metrics", "Run metrics", metric_frame(data.summary.metrics)),
+        NamedTable("judges", "Judges", judge_frame(data)),
+        NamedTable("samples", "Samples", sample_frame(data)),
+        NamedTable("elements", "Elements", element_frame(data)),
+        NamedTable("decisions", "Decisions per check", decision_frame(data)),
+        NamedTable("verdicts", "Verdicts", verdict_frame(data)),
+    ]
+    for section in sections:
+        tables.extend(section.tables)
+    return tables
+
+
+def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Parquet needs one type per column: mixed object columns (e.g. text and numbers) become text."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            kinds = {type(v) for v in out[column] if v is not None and not (isinstance(v, float) and pd.isna(v))}
+            if len(kinds) > 1:
+                out[column] = out[column].map(lambda v: None if v is None else str(v))
+    return out
+
+
+def export_tables(tables: Sequence[NamedTable], directory: Path) -> list[Path]:
+    """Write <name>.csv and <name>.parquet for each table; returns the written paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for table in tables:
+        csv_path, parquet_path = directory / f"{table.name}.csv", directory / f"{table.name}.parquet"
+        table.frame.to_csv(csv_path, index=False)
+        _parquet_safe(table.frame).to_parquet(parquet_path, index=False)
+        written += [csv_path, parquet_path]
+    return written

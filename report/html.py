@@ -1,0 +1,97 @@
+"""The self-contained HTML report: one file, inline CSS and SVG, no script, no external resource.
+
+Every piece of text from the store (questions, answers, chunks, rationales, comments) reaches the page
+only through Jinja2's autoescaping; the only markup not written by the templates is the SVG of
+`report.svg`, which escapes its own labels. A Content-Security-Policy meta tag forbids scripts and
+every external load, so even a payload that escaped escaping could neither run nor call home.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from ragcourt.report.data import CheckView, PriceTable, ReportData, SampleView, collect
+from ragcourt.report.sections import Section, method_sections
+from ragcourt.schema import Verdict, VerdictStatus
+from ragcourt.stores.records import RecordStore
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def content_security_policy(nonce: str) -> str:
+    """No script at all; styles only from the nonce'd inline sheet; images only inline data."""
+    return (f"default-src 'none'; script-src 'none'; style-src 'nonce-{nonce}'; img-src data:; "
+            "base-uri 'none'; form-action 'none'")
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A figure for people: n/a for a missing value (never 0), short floats, ints as they are."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def verdict_text(verdict: Verdict) -> str:
+    if verdict.status is VerdictStatus.UNSCORED:
+        return f"unscored ({verdict.unscored_reason})"
+    return str(verdict.label) if verdict.label is not None else num(verdict.score, 1)
+
+
+def decision_text(view: CheckView) -> str:
+    rec = view.reconciled
+    if rec is None:
+        return "not reconciled"
+    if rec.label is None and rec.score is None:
+        return "undecided"
+    return str(rec.label) if rec.label is not None else num(rec.score, 1)
+
+
+def target_label(view: CheckView, sample: SampleView) -> str:
+    """Checks against one chunk name it by rank and title; other targets (context, answer) by id."""
+    for chunk in sample.chunks:
+        if chunk.id == view.check.target_id:
+            return f"#{chunk.rank} {chunk.title or chunk.id}"
+    return view.check.target_id
+
+
+def frame_rows(frame: pd.DataFrame) -> list[list[str]]:
+    return [[num(v) for v in row] for row in frame.itertuples(index=False)]
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = num
+    env.globals.update(verdict_text=verdict_text, decision_text=decision_text, target_label=target_label,
+                       frame_rows=frame_rows)
+    return env
+
+
+def render_report(data: ReportData, sections: list[Section], *, nonce: str | None = None) -> str:
+    nonce = nonce or secrets.token_urlsafe(16)
+    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    return environment().get_template("report.html.j2").render(
+        data=data, sections=sections, nonce=nonce, csp=content_security_policy(nonce), css=css,
+        config_json=json.dumps(data.run.config, indent=2, ensure_ascii=False),
+    )
+
+
+def build_report(store: RecordStore, run_id: str, prices: PriceTable | None = None) -> str:
+    data = collect(store, run_id, prices)
+    return render_report(data, method_sections(store, data))
+
+
+def write_report(store: RecordStore, run_id: str, out: Path, prices: PriceTable | None = None) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_report(store, run_id, prices), encoding="utf-8")
+    return out

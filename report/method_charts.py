@@ -1,0 +1,38 @@
+"""The method charts a run writes next to its diagnostics: cube_bounds.svg (CuBE) and cuer_utility.svg
+(CUE-R), when the run used the method and has what the chart needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragcourt.config import EvalConfig, Method
+from ragcourt.report.cube_chart import cube_bounds_svg
+from ragcourt.report.cuer_chart import cuer_utility_svg
+from ragcourt.stores.records import RecordStore
+from ragcourt.tables import Unavailable, cube_table
+
+CUBE_CHART = "cube_bounds.svg"
+CUER_CHART = "cuer_utility.svg"
+
+
+def write_method_charts(store: RecordStore, run_id: str, config: EvalConfig, run_dir: Path) -> dict[Path, str | None]:
+    """Each chart file -> None when written, or the reason it was not (the method's table is n/a)."""
+    out: dict[Path, str | None] = {}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if Method.CUBE in config.methods:
+        path = run_dir / CUBE_CHART
+        report = cube_table(store, run_id, config)
+        if isinstance(report, Unavailable):
+            out[path] = report.reason
+        else:
+            path.write_text(cube_bounds_svg(report), encoding="utf-8")
+            out[path] = None
+    if Method.CUER in config.methods:
+        path = run_dir / CUER_CHART
+        diagnostics = store.get_diagnostics(run_id)
+        if not any(d.perturbations for d in diagnostics):
+            out[path] = "no perturbed answers in this run"
+        else:
+            path.write_text(cuer_utility_svg(diagnostics), encoding="utf-8")
+            out[path] = None
+    return out

@@ -1,0 +1,167 @@
+"""One section per method present in a run: its tables (DataFrames, also exported) and charts (SVG).
+
+A method whose table cannot be made says why (e.g. CuBE without closed-book answers) instead of
+showing numbers it does not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from markupsafe import Markup
+from ragcourt.config import Method
+from ragcourt.metrics.cube import AnswerSet, JudgeCube
+from ragcourt.metrics.values import MetricName
+from ragcourt.report.cube_chart import cube_bounds_svg
+from ragcourt.report.cuer_chart import cuer_utility_svg
+from ragcourt.report.data import ReportData
+from ragcourt.report.qcare_tables import (
+    gap_share_frame,
+    qcare_sample_frame,
+    uncovered_subquery_frame,
+    undecided_frame,
+    unsupported_claim_frame,
+)
+from ragcourt.report.svg import Bar, bar_chart
+from ragcourt.schema import SampleDiagnostics
+from ragcourt.stores.records import RecordStore
+from ragcourt.summary import MetricRow
+from ragcourt.tables import Unavailable, cube_frame, cube_table, cuer_frame
+
+QCARE_METRICS = (MetricName.C_PRECISION, MetricName.C_NDCG, MetricName.COMPLETENESS, MetricName.CONCISENESS,
+                 MetricName.VERIFIABLENESS)
+ANSWER_METRICS = (MetricName.SOFT_CORRECTNESS, MetricName.ANSWER_F1, MetricName.EXACT_MATCH,
+                  MetricName.GROUNDING, MetricName.CONFIDENCE_ERROR)
+ELEMENT_NOTE = "document_gap means 'documents doubtful': a suspicion, not proof"
+
+
+@dataclass(frozen=True)
+class NamedTable:
+    name: str  # file-name safe: exports are <name>.csv / <name>.parquet
+    title: str
+    frame: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Section:
+    anchor: str
+    title: str
+    notes: tuple[str, ...] = ()
+    tables: tuple[NamedTable, ...] = ()
+    charts: tuple[Markup, ...] = field(default=())
+
+
+def _base(name: str) -> str:
+    return name.split("@")[0]
+
+
+def metric_frame(rows: tuple[MetricRow, ...]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"metric": r.name, "mean": r.mean, "samples": r.n_samples, "n_a": r.n_na, "unscored": r.n_unscored,
+          "escalated": r.n_escalated} for r in rows],
+        columns=["metric", "mean", "samples", "n_a", "unscored", "escalated"],
+    )
+
+
+def _metric_bars(rows: tuple[MetricRow, ...]) -> list[Bar]:
+    return [Bar(r.name, r.mean, f"n={r.n_samples}") for r in rows]
+
+
+def _diagnostics(data: ReportData) -> list[SampleDiagnostics]:
+    return [s.diagnostics for s in data.samples if s.diagnostics is not None]
+
+
+def qcare_section(data: ReportData) -> Section:
+    rows = tuple(r for r in data.summary.metrics if _base(r.name) in QCARE_METRICS)
+    notes = ("means over samples; a sample where a metric is n/a is counted under n_a, never as 0",)
+    if not rows:
+        return Section("qcare", "Q-CARE", notes=("no Q-CARE metrics in this run",))
+    diagnostics = _diagnostics(data)
+    return Section("qcare", "Q-CARE: retrieval and answer alignment", notes=notes,
+                   tables=(NamedTable("qcare_metrics", "Q-CARE metrics", metric_frame(rows)),
+                           NamedTable("qcare_per_sample", "Q-CARE per sample", qcare_sample_frame(diagnostics)),
+                           NamedTable("uncovered_subqueries", "Sub-queries no retrieved chunk covers",
+                                      uncovered_subquery_frame(diagnostics)),
+                           NamedTable("unsupported_claims", "Claims no retrieved chunk supports",
+                                      unsupported_claim_frame(diagnostics))),
+                   charts=(bar_chart("Q-CARE means (0-1)", _metric_bars(rows), lo=0.0, hi=1.0),))
+
+
+def elements_section(data: ReportData) -> Section:
+    shares = data.summary.element_shares
+    rows = tuple(r for r in data.summary.metrics if _base(r.name) == MetricName.ELEMENT_COVERAGE)
+    diagnostics = _diagnostics(data)
+    tables = [NamedTable("element_gap_shares", "Element statuses and gap shares", gap_share_frame(diagnostics)),
+              NamedTable("element_undecided", "Undecided elements by reason", undecided_frame(diagnostics))]
+    if rows:
+        tables.insert(0, NamedTable("element_coverage", "Element coverage", metric_frame(rows)))
+    charts = (bar_chart("Where missing elements were lost", [Bar(k, v) for k, v in shares.items()],
+                        lo=0.0, hi=1.0),) if shares else ()
+    notes = (ELEMENT_NOTE,) if shares else ("no element was missed, or the run has no elements",)
+    return Section("elements", "Elements: retrieval, generation or documents", notes=notes, tables=tuple(tables),
+                   charts=charts)
+
+
+def _total(judge: JudgeCube, answer_set: AnswerSet) -> float | None:
+    found = judge.weighted_totals.get(answer_set)
+    return found.value if found is not None else None
+
+
+def cube_section(store: RecordStore, data: ReportData) -> Section:
+    report = cube_table(store, data.run.run_id, data.config)
+    if isinstance(report, Unavailable):
+        return Section("cube", "CuBE", notes=(f"n/a: {report.reason}",))
+    r_at_k = report.r_at_k.value
+    spread = report.cube_score_spread
+    notes = (
+        "normalized = (RAG - closed_book) / (oracle - closed_book); CuBE score = normalized weighted total x R@k",
+        (f"R@k = {'n/a' if r_at_k is None else f'{r_at_k:.2%}'}; CuBE score across judges: "
+         f"{'n/a' if spread.mean is None else f'{spread.mean:.3f}'}"
+         f"{'' if spread.sd is None else f' ± {spread.sd:.3f}'}"),
+    )
+    bounds = pd.DataFrame([{"judge": j.judge, "closed_book": _total(j, AnswerSet.CLOSED_BOOK),
+                            "rag": _total(j, AnswerSet.RAG), "oracle": _total(j, AnswerSet.ORACLE)}
+                           for j in report.judges], columns=["judge", "closed_book", "rag", "oracle"])
+    return Section("cube", "CuBE: between no retrieval and perfect retrieval", notes=notes,
+                   tables=(NamedTable("cube_table4", "CuBE (seed 000, Table 4)", cube_frame(report)),
+                           NamedTable("cube_bounds", "Weighted totals per answer set", bounds)),
+                   charts=(Markup(cube_bounds_svg(report)),))  # the chart escapes its own labels
+
+
+def cuer_section(data: ReportData) -> Section:
+    diagnostics = _diagnostics(data)
+    frame = cuer_frame(diagnostics)
+    if frame.empty:
+        return Section("cuer", "CUE-R", notes=("n/a: no perturbed answers in this run",))
+    return Section(
+        "cuer", "CUE-R: what each retrieved chunk is worth",
+        notes=("mean change perturbed - normal; trace divergence is the Jaccard distance of the used-chunk sets",),
+        tables=(NamedTable("cuer_effects", "CUE-R perturbation effects", frame),),
+        charts=(Markup(cuer_utility_svg(diagnostics)),),  # the chart escapes its own labels
+    )
+
+
+def answer_section(data: ReportData) -> Section | None:
+    rows = tuple(r for r in data.summary.metrics if _base(r.name) in ANSWER_METRICS)
+    if not rows:
+        return None
+    return Section("answers", "Answer correctness (against gold answers)",
+                   tables=(NamedTable("answer_metrics", "Answer metrics", metric_frame(rows)),))
+
+
+def method_sections(store: RecordStore, data: ReportData) -> list[Section]:
+    sections: list[Section] = []
+    for method in data.methods:
+        if method is Method.QCARE:
+            sections.append(qcare_section(data))
+        elif method is Method.ELEMENTS:
+            sections.append(elements_section(data))
+        elif method is Method.CUBE:
+            sections.append(cube_section(store, data))
+        elif method is Method.CUER:
+            sections.append(cuer_section(data))
+    answers = answer_section(data)
+    if answers is not None:
+        sections.append(answers)
+    return sections

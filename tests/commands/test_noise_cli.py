@@ -1,0 +1,136 @@
+"""Run-to-run noise and comparisons, with hand-computed figures, through the functions and the CLI.
+
+Coverage per question (q1..q4; team x: q1 q2, team y: q3 q4):
+  run a: .5 1 0 .5     run b: .5 .5 .5 .5     b - a: 0 -.5 .5 0
+  all:  mean 0, sd = sqrt((0 + .25 + .25 + 0) / 3) = sqrt(1/6) = 0.408248, band = 1.96 * 0.408248 / 2 = 0.400083
+  x:    mean -.25, sd = sqrt(2 * .0625 / 1) = 0.353553, band = 1.96 * 0.353553 / sqrt(2) = 0.49
+  y:    mean +.25, same sd and band
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from ragcourt.api import Workspace
+from ragcourt.cli import app
+from ragcourt.decomposers import SentenceDecomposer
+from ragcourt.element_lists import current_elements
+from ragcourt.noise import ALL, PAIRED_BAND, compare_frame, metric_values, noise_frame, repeat_sds
+from ragcourt.schema import (
+    Decomposition,
+    DecompositionKind,
+    MetricValue,
+    RunInfo,
+    Sample,
+    SampleDiagnostics,
+    SampleStatus,
+)
+from ragcourt.stores.records import RecordStore
+from typer.testing import CliRunner
+
+SAMPLES = [Sample(id=q, question=f"{q}?", metadata={"team": t}) for q, t in
+           (("q1", "x"), ("q2", "x"), ("q3", "y"), ("q4", "y"))]
+
+
+def run(run_id: str, coverage: dict[str, float | None], other: float | None = None) -> list[SampleDiagnostics]:
+    rows = []
+    for q, value in coverage.items():
+        metrics = [MetricValue(name="element_coverage", value=value, na_reason=None if value is not None else "none")]
+        if other is not None:
+            metrics.append(MetricValue(name="completeness", value=other))
+        rows.append(SampleDiagnostics(run_id=run_id, sample_id=q, question=f"{q}?", metrics=tuple(metrics)))
+    return rows
+
+
+A = run("a", {"q1": 0.5, "q2": 1.0, "q3": 0.0, "q4": 0.5}, other=1.0)
+B = run("b", {"q1": 0.5, "q2": 0.5, "q3": 0.5, "q4": 0.5}, other=0.0)
+
+
+def test_noise_for_the_run_and_per_subgroup():
+    frame = noise_frame(A, B, SAMPLES, by="team")
+    rows = {row["group"]: row for row in frame.to_dict("records")}
+    assert list(rows) == [ALL, "team=x", "team=y"]
+    assert rows[ALL]["n_questions"] == 4 and rows[ALL]["mean_difference"] == pytest.approx(0.0)
+    assert rows[ALL]["per_question_sd"] == pytest.approx(math.sqrt(1 / 6))
+    assert rows[ALL]["band"] == pytest.approx(0.400083, abs=1e-6) and rows[ALL]["is_noise"] is True
+    assert rows["team=x"]["mean_difference"] == pytest.approx(-0.25)
+    assert rows["team=x"]["band"] == pytest.approx(0.49) and rows["team=x"]["is_noise"] is True
+    assert rows["team=y"]["mean_difference"] == pytest.approx(0.25)
+
+
+def test_na_values_and_failed_samples_are_left_out_and_too_few_questions_is_na():
+    failed = SampleDiagnostics(run_id="b", sample_id="q2", question="q2?", status=SampleStatus.FAILED, error="x")
+    values, n_na = metric_values([*run("b", {"q1": None, "q3": 0.25}), failed], "element_coverage")
+    assert values == {"q3": 0.25} and n_na == 1
+    frame = noise_frame(A, run("b", {"q1": 0.5}), SAMPLES)
+    row = frame.to_dict("records")[0]
+    assert (row["n_questions"], row["n_unpaired"], row["band"], row["is_noise"]) == (1, 3, None, None)
+    assert row["na_reason"] == "fewer than two questions are in both runs"
+
+
+def test_compare_with_the_paired_band_and_with_repeat_runs():
+    frame = {row["metric"]: row for row in compare_frame(A, B).to_dict("records")}
+    coverage = frame["element_coverage"]
+    assert (coverage["mean_a"], coverage["mean_b"], coverage["difference"]) == (0.5, 0.5, 0.0)
+    assert coverage["band"] == pytest.approx(0.400083, abs=1e-6) and coverage["verdict"] == "noise"
+    assert coverage["band_from"] == PAIRED_BAND
+    # completeness drops by 1 on every question: sd of the differences 0, band 0, a real change
+    assert frame["completeness"]["difference"] == -1.0 and frame["completeness"]["verdict"] == "change"
+
+    # with repeat runs of one configuration whose per-question sd is 0.1 (differences +.1 -.1 +.1 -.1):
+    # band = 1.96 * sd / sqrt(4) with sd = sqrt(4 * .01 / 3) = 0.11547 -> 0.113161
+    x = run("x", {"q1": 0.5, "q2": 0.5, "q3": 0.5, "q4": 0.5})
+    y = run("y", {"q1": 0.6, "q2": 0.4, "q3": 0.6, "q4": 0.4})
+    sds = repeat_sds(x, y, ["element_coverage", "completeness"])
+    assert sds == {"element_coverage": pytest.approx(math.sqrt(0.04 / 3)), "completeness": None}
+    shifted = run("c", {"q1": 0.7, "q2": 0.7, "q3": 0.7, "q4": 0.7})
+    row = compare_frame(B, shifted, sds, "repeat x/y").to_dict("records")[0]
+    assert row["difference"] == pytest.approx(0.2) and row["band"] == pytest.approx(0.113161, abs=1e-6)
+    assert (row["verdict"], row["band_from"]) == ("change", "repeat x/y")
+
+
+def test_cli_noise_and_compare(tmp_path):
+    with Workspace(tmp_path).open_store() as store:
+        for run_id, rows in (("a", A), ("b", B)):
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))
+            store.put_samples(run_id, SAMPLES)
+            store.put(*rows)
+    runner = CliRunner()
+    noise = runner.invoke(app, ["noise", "a", "b", "--by", "team", "--home", str(tmp_path)])
+    assert noise.exit_code == 0, noise.output
+    assert "0.4001" in noise.output and "team=x" in noise.output and "0.4900" in noise.output
+    compared = runner.invoke(app, ["compare", "a", "b", "--home", str(tmp_path)])
+    assert compared.exit_code == 0, compared.output
+    assert "-1.0000" in compared.output and "change" in compared.output and "noise" in compared.output
+    missing = runner.invoke(app, ["compare", "a", "zzz", "--home", str(tmp_path)])
+    assert missing.exit_code == 2 and "no run 'zzz'" in missing.output
+
+
+def test_cli_noise_runs_one_configuration_twice_in_separate_stores(tmp_path):
+    """Two repeats, each with its own store (no shared verdicts or cache) and the workspace's frozen element
+    lists copied in: the deterministic lexical judge gives sd 0 and band 0 over the 2 questions."""
+    data, config = tmp_path / "samples.jsonl", tmp_path / "config.yaml"
+    rows = [{"id": f"q{i}", "question": f"Where is site {i}?", "reference_answer": f"Site {i} is in Rome. It is old.",
+             "contexts": [f"Site {i} is in Rome."], "answer": f"Site {i} is in Rome."} for i in (1, 2)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config.write_text("methods: [elements]\njudges: [{model: lexical}]\n")
+    with Workspace(tmp_path).open_store() as main:  # a person's edit in the workspace: one element for q1
+        identity = current_elements(main, SentenceDecomposer(), rows[0]["reference_answer"])
+        main.put(Decomposition(id=identity.decomposition_id, kind=DecompositionKind.ELEMENTS,
+                               source_text=rows[0]["reference_answer"], items=("Site 1 is in Rome.",),
+                               prompt_hash=identity.prompt_hash, model_id=identity.model_id, edited=True))
+    result = CliRunner().invoke(app, ["noise", "--config", str(config), "--dataset", str(data), "--home",
+                                      str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "1 frozen element lists copied into both" in text
+    assert "│ (all) │ 2 │ 0 │ 0.0000 │ 0.0000 │ 0.0000 │ yes │" in text
+    repeats = sorted((tmp_path / "noise").glob("*/*/store.sqlite"))
+    assert len(repeats) == 2
+    for path in repeats:
+        with RecordStore(path) as store:
+            (q1,) = store.get_diagnostics("repeat", "q1")
+            assert [e.text for e in q1.elements] == ["Site 1 is in Rome."]  # the edited list, in both repeats
+            assert q1.metric("element_coverage").value == 1.0

@@ -1,0 +1,111 @@
+"""The command line through typer's CliRunner: bad input ends with exit code 2 and a located message, no
+traceback and nothing written; a precomputed run works offline and resumes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ragcourt.cli import app
+from ragcourt.stores.records import RecordStore
+from typer.testing import CliRunner
+
+RUNNER = CliRunner()
+
+
+def flat(text: str) -> str:
+    """Rich wraps at the terminal width; compare with the line breaks folded away."""
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(("name", "lines", "expected"), [
+    ("missing.jsonl", ['{"id": "a", "question": "ok?"}', '{"id": "b", "answer": "x"}'],
+     ["missing.jsonl:2:", "field 'question'", "is missing"]),
+    ("dup.jsonl", ['{"id": "a", "question": "1?"}', '{"id": "b", "question": "2?"}', '{"id": "a", "question": "3?"}'],
+     ["dup.jsonl:3:", "field 'id'", "duplicate id 'a'", "first on line 1"]),
+    ("notjson.jsonl", ['{"id": "a", "question": "ok"}', '{"id": "b", "question": "unterminated'],
+     ["notjson.jsonl:2:", "not valid JSON"]),
+])
+def test_bad_dataset_exits_2_naming_file_line_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, lines: list[str], expected: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path(name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = RUNNER.invoke(app, ["run", name, "--system", "precomputed", "--home", "home"])
+    assert result.exit_code == 2
+    assert isinstance(result.exception, SystemExit)
+    output = flat(result.output)
+    assert output.startswith("error:")
+    for part in expected:
+        assert part in output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "home").exists()  # nothing was created for a run that never started
+
+
+def test_bad_config_exits_2_naming_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text('{"id": "a", "question": "ok?"}\n', encoding="utf-8")
+    Path("bad.yaml").write_text("top_k: 0\n", encoding="utf-8")
+    result = RUNNER.invoke(app, ["run", "data.jsonl", "--system", "precomputed", "--config", "bad.yaml",
+                                 "--home", "home"])
+    assert result.exit_code == 2
+    assert "bad.yaml: invalid configuration key 'top_k'" in flat(result.output)
+    assert "Traceback" not in result.output
+
+
+def test_missing_dataset_and_unknown_run_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = RUNNER.invoke(app, ["run", "nowhere.jsonl", "--system", "precomputed", "--home", "home"])
+    assert missing.exit_code == 2 and "nowhere.jsonl" in flat(missing.output)
+    assert "Traceback" not in missing.output
+    no_store = RUNNER.invoke(app, ["summary", "nope", "--home", "home"])
+    assert no_store.exit_code == 2 and "no record store at" in flat(no_store.output)
+
+
+# A precomputed sample judged by the lexical baseline (content words, stopwords dropped; yes when at least
+# half the subject's words are in the target, a third for claim -> sub-query):
+#   sub-query "Where is the Acme headquarters?" {acme, headquarters}: c1 has both, c2 none -> r = [1, 0]:
+#     C-Prec@2 = 1/2, C-nDCG@2 = 1
+#   claim "The headquarters is in Springfield." {headquarters, springfield}: in c1 -> Verifiableness 1; serves the
+#     sub-query (1/2 >= 1/3), which is answered (1/2 >= 1/2) -> Completeness 1, Conciseness 1
+#   element "The Acme headquarters is in Springfield." {acme, headquarters, springfield}: in context (3/3), in
+#     the answer (2/3) -> answered; coverage 1 (no loose run)
+PRECOMPUTED = {
+    "id": "q1", "question": "Where is the Acme headquarters?",
+    "reference_answer": "The Acme headquarters is in Springfield.",
+    "contexts": [{"id": "c1", "text": "Acme headquarters are in Springfield."},
+                 {"id": "c2", "text": "Bananas are yellow."}],
+    "answer": "The headquarters is in Springfield.",
+}
+
+
+def test_precomputed_run_offline_then_resume_and_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text(json.dumps(PRECOMPUTED) + "\n", encoding="utf-8")
+    args = ["run", "data.jsonl", "--system", "precomputed", "--judge", "lexical", "--run-id", "cli-1", "--home", "home"]
+    first = RUNNER.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    output = flat(first.output)
+    assert "q1 c_prec=0.50 completeness=1.00 verifiableness=1.00 element_coverage=1.00" in output
+    assert "1 samples (0 failed), 8 checks, 0 unscored verdicts, 0 escalated" in output
+
+    with RecordStore(tmp_path / "home" / "store.sqlite") as store:
+        (diagnostics,) = store.get_diagnostics("cli-1")
+        n_checks = len(store.checks_for("cli-1"))
+    metrics = {m.name: m.value for m in diagnostics.metrics}
+    assert metrics == {"c_prec@2": 0.5, "c_ndcg@2": 1.0, "completeness": 1.0, "conciseness": 1.0,
+                       "verifiableness": 1.0, "element_coverage": 1.0}
+    assert [e.status for e in diagnostics.elements] == ["answered"]
+    assert n_checks == 1 + 1 + 2 + 1 + 2 + 1  # element x2, sub-query/chunk x2, answered, supported x2, serves
+    lines = (tmp_path / "home" / "runs" / "cli-1" / "diagnostics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["sample_id"] for line in lines] == ["q1"]
+
+    again = RUNNER.invoke(app, args)  # resumes: the finished sample comes from the store
+    assert again.exit_code == 0, again.output
+    assert "q1 c_prec=0.50" in flat(again.output)
+    assert len((tmp_path / "home" / "runs" / "cli-1" / "diagnostics.jsonl").read_text().splitlines()) == 1
+
+    summary = RUNNER.invoke(app, ["summary", "cli-1", "--home", "home"])
+    assert summary.exit_code == 0
+    assert "1 samples (0 failed), 8 checks" in flat(summary.output)

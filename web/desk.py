@@ -1,0 +1,153 @@
+"""The review desk's logic, free of HTTP: the queue of pending escalations and storing a decision.
+
+A decision is one of: accept a judge's verdict, decide yourself (a label, or a 0-10 score), or skip.
+Every decision is a `Review` with the reviewer's name, written to the store at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ragcourt.schema import (
+    NORMAL,
+    Answer,
+    Check,
+    CheckKind,
+    Label,
+    Reconciled,
+    Review,
+    ReviewAction,
+    Sample,
+    Verdict,
+    VerdictStatus,
+)
+from ragcourt.stores.records import RecordStore
+
+BINARY_LABELS = (Label.YES, Label.NO)
+PAIRWISE_LABELS = (Label.A, Label.B, Label.TIE)
+SCORE_RANGE = (0.0, 10.0)
+
+
+class DecisionError(ValueError):
+    """A decision that does not fit the check (wrong label kind, unknown judge, not pending)."""
+
+
+class Choice(StrEnum):
+    ACCEPT = "accept"  # accept one judge's verdict
+    LABEL = "label"  # decide a label yourself
+    SCORE = "score"  # decide a 0-10 score yourself
+    SKIP = "skip"
+
+
+def labels_for(kind: CheckKind) -> tuple[Label, ...]:
+    if kind is CheckKind.PAIRWISE:
+        return PAIRWISE_LABELS
+    return BINARY_LABELS if kind.is_binary else ()
+
+
+@dataclass(frozen=True)
+class QueueState:
+    escalated: int  # escalated checks of the run
+    pending: int  # of those, not yet decided by a person
+    skipped: int  # pending ones this session skipped
+
+    @property
+    def decided(self) -> int:
+        return self.escalated - self.pending
+
+
+@dataclass(frozen=True)
+class DeskItem:
+    """One pending escalation with everything a person needs to decide it."""
+
+    check: Check
+    reconciled: Reconciled
+    verdicts: tuple[Verdict, ...]
+    sample: Sample | None
+    answer: Answer | None
+    position: int  # 1-based place in the pending queue
+    queue: QueueState
+
+    @property
+    def labels(self) -> tuple[Label, ...]:
+        return labels_for(self.check.kind)
+
+    @property
+    def takes_score(self) -> bool:
+        return self.check.kind is CheckKind.DIMENSION_SCORE
+
+
+def queue_state(store: RecordStore, run_id: str, skipped: Collection[str]) -> QueueState:
+    pending = {r.check_id for r in store.pending_escalations(run_id)}
+    escalated = sum(1 for r in store.get_reconciled(run_id) if r.escalated)
+    return QueueState(escalated=escalated, pending=len(pending), skipped=len(pending & set(skipped)))
+
+
+def next_item(store: RecordStore, run_id: str, skipped: Collection[str] = ()) -> DeskItem | None:
+    """The first pending escalation this session has not skipped; None when there is none."""
+    pending = store.pending_escalations(run_id)
+    escalated = sum(1 for r in store.get_reconciled(run_id) if r.escalated)
+    open_items = [r for r in pending if r.check_id not in skipped]
+    if not open_items:
+        return None
+    rec = open_items[0]
+    found = store.get_checks([rec.check_id])
+    if not found:
+        raise LookupError(f"escalated check {rec.check_id} is not in the store")
+    check = found[0]
+    sample = next((s for s in store.get_samples(run_id) if s.id == check.sample_id), None)
+    answers = store.get_answers(run_id, check.sample_id)
+    answer = next((a for a in answers if a.condition == check.condition), None) or next(
+        (a for a in answers if a.condition == NORMAL), None)
+    queue = QueueState(escalated=escalated, pending=len(pending),
+                       skipped=sum(1 for r in pending if r.check_id in skipped))
+    return DeskItem(check=check, reconciled=rec, verdicts=tuple(store.get_verdicts([check.id])), sample=sample,
+                    answer=answer, position=queue.skipped + 1, queue=queue)
+
+
+def make_review(item_check: Check, verdicts: tuple[Verdict, ...], run_id: str, reviewer: str, choice: Choice,
+                value: str = "", comment: str = "") -> Review:
+    """The Review for a decision on a check; DecisionError when the decision does not fit the check."""
+    reviewer = reviewer.strip()
+    if not reviewer:
+        raise DecisionError("a decision needs the reviewer's name")
+    common = {"run_id": run_id, "check_id": item_check.id, "reviewer": reviewer, "comment": comment.strip()}
+    if choice is Choice.SKIP:
+        return Review(action=ReviewAction.SKIP, **common)
+    if choice is Choice.ACCEPT:
+        verdict = next((v for v in verdicts if v.judge_id == value), None)
+        if verdict is None:
+            raise DecisionError(f"no verdict of judge '{value}' on this check")
+        if verdict.status is VerdictStatus.UNSCORED:
+            raise DecisionError(f"judge '{value}' left this check unscored: there is nothing to accept")
+        return Review(action=ReviewAction.ACCEPT, label=verdict.label, score=verdict.score,
+                      accepted_judge=verdict.judge_id, **common)
+    if choice is Choice.LABEL:
+        allowed = labels_for(item_check.kind)
+        label = next((label for label in allowed if label.value == value), None)
+        if label is None:
+            raise DecisionError(f"'{value}' is not a decision for a {item_check.kind} check "
+                                f"(use {', '.join(a.value for a in allowed) or 'a score'})")
+        return Review(action=ReviewAction.OVERRIDE, label=label, **common)
+    if item_check.kind is not CheckKind.DIMENSION_SCORE:
+        raise DecisionError(f"a {item_check.kind} check takes a label, not a score")
+    try:
+        score = float(value)
+    except ValueError:
+        raise DecisionError(f"'{value}' is not a score") from None
+    if not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
+        raise DecisionError(f"a score is between {SCORE_RANGE[0]:g} and {SCORE_RANGE[1]:g}, not {score:g}")
+    return Review(action=ReviewAction.OVERRIDE, score=score, **common)
+
+
+def decide(store: RecordStore, run_id: str, check_id: str, reviewer: str, choice: Choice, value: str = "",
+           comment: str = "") -> Review:
+    """Store a person's decision on a pending escalation of the run, at once."""
+    if check_id not in {r.check_id for r in store.pending_escalations(run_id)}:
+        raise DecisionError(f"check {check_id} is not a pending escalation of run {run_id}")
+    check = store.get_checks([check_id])[0]
+    review = make_review(check, tuple(store.get_verdicts([check_id])), run_id, reviewer, choice, value, comment)
+    store.add_review(review)
+    return review
