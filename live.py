@@ -29,7 +29,6 @@ Attach the handler at the outermost call of the app: a request is a run without 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import random
@@ -47,8 +46,8 @@ from pydantic import BaseModel, ConfigDict
 from ragcourt.api import Models, Workspace, _context
 from ragcourt.config import EvalConfig, Method, ReviewMode
 from ragcourt.graphs.sample import build_sample_graph
-from ragcourt.runner import CONFIG_FILE, RunLock, RunPaths
-from ragcourt.schema import Chunk, ConditionKind, RunInfo, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.runner import RunLock, Runner, RunPaths
+from ragcourt.schema import Chunk, ConditionKind, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.systems import Precomputed, answer_text, chunks_from_documents
 
 logger = logging.getLogger("ragcourt.live")
@@ -336,11 +335,8 @@ class LiveEvaluator:
             models = Models(self.config, store)
             context = _context(self.config, Precomputed(name=self.app_name), store, models, None, None)
             graph = build_sample_graph()
-            if store.get_run(self.run_id) is None:
-                store.put(RunInfo(run_id=self.run_id, dataset="live", system=self.app_name,
-                                  config=self.config.model_dump(mode="json")))
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / CONFIG_FILE).write_text(self.config.model_dump_json(indent=2))
+            runner = Runner(context, self.run_id, self.run_dir)
+            runner.register(dataset="live", system=self.app_name)
             self._loop, self._inbox, self._stopping = asyncio.get_running_loop(), asyncio.Queue(), asyncio.Event()
         except BaseException as error:  # noqa: BLE001 - start() reports it
             store.close()
@@ -350,7 +346,7 @@ class LiveEvaluator:
         with self._lock:
             self._accepting = True
         self._ready.set()
-        consumers = [asyncio.create_task(self._consume(graph, context)) for _ in range(self.config.concurrency)]
+        consumers = [asyncio.create_task(self._consume(graph, runner)) for _ in range(self.config.concurrency)]
         try:
             await self._stopping.wait()
         finally:
@@ -372,14 +368,14 @@ class LiveEvaluator:
             await asyncio.get_running_loop().shutdown_default_executor()
             store.close()
 
-    async def _consume(self, graph: Any, context: Any) -> None:
+    async def _consume(self, graph: Any, runner: Runner) -> None:
         assert self._inbox is not None
         while True:
             captured = await self._inbox.get()
             with self._lock:
                 self._counts["queued"] -= 1
                 self._counts["evaluating"] += 1
-            diagnostics = await self._evaluate(graph, context, captured)
+            diagnostics = await self._evaluate(graph, runner, captured)
             with self._lock:
                 self._counts["evaluating"] -= 1
                 self._counts["evaluated" if diagnostics.status is SampleStatus.OK else "failed"] += 1
@@ -387,26 +383,15 @@ class LiveEvaluator:
                 self._idle.notify_all()
             self._publish(diagnostics, subscribers)
 
-    async def _evaluate(self, graph: Any, context: Any, captured: CapturedRequest) -> SampleDiagnostics:
+    async def _evaluate(self, graph: Any, runner: Runner, captured: CapturedRequest) -> SampleDiagnostics:
         sample = captured.sample()
         try:
-            await context.store.aput_samples(self.run_id, [sample])
-            state = await graph.ainvoke({"run_id": self.run_id, "sample": sample}, context=context)
-            diagnostics: SampleDiagnostics = state["diagnostics"]
+            await runner.context.store.aput_samples(self.run_id, [sample])
         except Exception as error:  # noqa: BLE001 - one request's failure is recorded; the worker goes on
-            diagnostics = SampleDiagnostics(
-                run_id=self.run_id, sample_id=sample.id, question=sample.question, status=SampleStatus.FAILED,
-                error=f"{type(error).__name__}: {error}",
-            )
-            try:
-                await context.store.aput(diagnostics)
-            except Exception:  # the store itself failed: the count still says "failed"
-                logger.exception("live evaluation: cannot store the failure of request %s", sample.id)
-        try:
-            line = json.dumps(diagnostics.model_dump(mode="json"), ensure_ascii=False) + "\n"
-            await asyncio.to_thread(_append_line, RunPaths(self.run_dir).diagnostics, line)
-        except OSError:
-            logger.exception("live evaluation: cannot append to %s", RunPaths(self.run_dir).diagnostics)
+            return SampleDiagnostics(run_id=self.run_id, sample_id=sample.id, question=sample.question,
+                                     status=SampleStatus.FAILED, error=f"{type(error).__name__}: {error}")
+        diagnostics = await runner.evaluate_one(graph, sample)
+        assert diagnostics is not None, "live evaluation never interrupts (inline review is refused)"
         return diagnostics
 
     def _publish(self, diagnostics: SampleDiagnostics, subscribers: list[_Subscriber]) -> None:
@@ -418,11 +403,6 @@ class LiveEvaluator:
                 logger.exception("live evaluation: on_result raised")
         for subscriber in subscribers:
             _offer(subscriber, diagnostics, self)
-
-
-def _append_line(path: Path, line: str) -> None:
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(line)
 
 
 def _offer(subscriber: _Subscriber, item: SampleDiagnostics | None, evaluator: LiveEvaluator) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
@@ -26,6 +27,8 @@ from ragcourt.nodes.human_review import ReviewDecision
 from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.state import EvalContext
 from ragcourt.stores.checkpoints import async_sqlite_saver
+
+logger = logging.getLogger(__name__)
 
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
 CHECKPOINTS_FILE = "checkpoints.sqlite"
@@ -119,14 +122,21 @@ class Runner:
             async for diagnostics in self._stream(stack, samples, dataset, system, rescore):
                 yield diagnostics
 
+    def register(self, *, dataset: str = "", system: str = "") -> None:
+        """Record the run and the configuration it used, once (a resumed run keeps its first record)."""
+        if self.context.store.get_run(self.run_id) is None:
+            self.context.store.put(RunInfo(
+                run_id=self.run_id, dataset=dataset, system=system or self.context.system.name,
+                config=self.context.config.model_dump(mode="json"),
+            ))
+        self.paths.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.paths.run_dir / CONFIG_FILE).write_text(self.context.config.model_dump_json(indent=2))
+
     async def _stream(
         self, stack: AsyncExitStack, samples: Sequence[Sample], dataset: str, system: str, rescore: bool
     ) -> AsyncIterator[SampleDiagnostics]:
         store = self.context.store
-        if store.get_run(self.run_id) is None:
-            store.put(RunInfo(run_id=self.run_id, dataset=dataset, system=system or self.context.system.name,
-                              config=self.context.config.model_dump(mode="json")))
-            (self.paths.run_dir / CONFIG_FILE).write_text(self.context.config.model_dump_json(indent=2))
+        self.register(dataset=dataset, system=system)
         store.put_samples(self.run_id, samples)
         done = {} if rescore else {
             d.sample_id: d for d in store.get_diagnostics(self.run_id) if d.status is SampleStatus.OK
@@ -143,15 +153,16 @@ class Runner:
 
         async def one(sample: Sample) -> SampleDiagnostics | None:
             async with limit:
-                return await self._evaluate(graph, sample)
+                return await self.evaluate_one(graph, sample)
 
         for finished in asyncio.as_completed([one(s) for s in todo]):
             diagnostics = await finished
             if diagnostics is not None:
                 yield diagnostics
 
-    async def _evaluate(self, graph: Any, sample: Sample, resume: Any = None) -> SampleDiagnostics | None:
-        """One sample; None when it stopped at an inline-review interrupt."""
+    async def evaluate_one(self, graph: Any, sample: Sample, resume: Any = None) -> SampleDiagnostics | None:
+        """One sample through the graph; its failure is recorded, never raised. None when it stopped at an
+        inline-review interrupt. The caller holds the run lock (or, like the live evaluator, owns the run)."""
         payload: Any = Command(resume=resume) if resume is not None else {"run_id": self.run_id, "sample": sample}
         try:
             state = await graph.ainvoke(payload, config=_thread(self.run_id, sample.id), context=self.context)
@@ -160,19 +171,25 @@ class Runner:
                 run_id=self.run_id, sample_id=sample.id, question=sample.question, status=SampleStatus.FAILED,
                 error=f"{type(error).__name__}: {error}",
             )
-            await self.context.store.aput(diagnostics)
+            try:
+                await self.context.store.aput(diagnostics)
+            except Exception:  # the store itself failed: the returned record still says "failed"
+                logger.exception("cannot store the failure of sample %s", sample.id)
         else:
             if "diagnostics" not in state:
                 return None
             diagnostics = state["diagnostics"]
-        self._append(diagnostics)
+        try:
+            await asyncio.to_thread(self._append, diagnostics)
+        except OSError:  # the stream file is a convenience; the store holds the record
+            logger.exception("cannot append to %s", self.paths.diagnostics)
         return diagnostics
 
     async def resume(self, sample: Sample, decisions: Sequence[ReviewDecision]) -> SampleDiagnostics | None:
         """Resume one sample stopped at an inline-review interrupt with a person's decisions."""
         async with async_sqlite_saver(self.paths.checkpoints) as checkpointer:
             graph = build_sample_graph(checkpointer)
-            return await self._evaluate(graph, sample, resume=[d.model_dump(mode="json") for d in decisions])
+            return await self.evaluate_one(graph, sample, resume=[d.model_dump(mode="json") for d in decisions])
 
     async def pending_interrupts(self, sample: Sample) -> list[Any]:
         async with async_sqlite_saver(self.paths.checkpoints) as checkpointer:

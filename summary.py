@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ragcourt.metrics.elements import status_shares
-from ragcourt.schema import SampleStatus, VerdictStatus
-from ragcourt.stores.records import RecordStore
+from ragcourt.schema import SampleDiagnostics, SampleStatus, VerdictStatus
+from ragcourt.stores.records import MetricTotals, RecordStore, VerdictTally
 
 
 @dataclass(frozen=True)
@@ -35,34 +36,56 @@ class RunSummary:
     failures: tuple[tuple[str, str], ...]
 
 
-def summarize(store: RecordStore, run_id: str) -> RunSummary:
-    diagnostics = store.get_diagnostics(run_id)
-    values: dict[str, list[float]] = defaultdict(list)
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+def metric_totals(diagnostics: Iterable[SampleDiagnostics]) -> list[MetricTotals]:
+    """`RecordStore.metric_totals` over diagnostics already read."""
+    values: dict[str, list[float]] = {}
+    counts: dict[str, list[int]] = {}
     for d in diagnostics:
         for m in d.metrics:
-            if m.value is not None:
-                values[m.name].append(m.value)
+            found = values.setdefault(m.name, [])
+            tally = counts.setdefault(m.name, [0, 0, 0])
+            if m.value is None:
+                tally[0] += 1
             else:
-                counts[m.name][0] += 1
-            counts[m.name][1] += m.n_unscored
-            counts[m.name][2] += m.n_escalated
+                found.append(m.value)
+            tally[1] += m.n_unscored
+            tally[2] += m.n_escalated
+    return [MetricTotals(name=name, values=tuple(values[name]), n_na=counts[name][0], n_unscored=counts[name][1],
+                         n_escalated=counts[name][2]) for name in sorted(values)]
+
+
+def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] | None = None,
+              diagnostics: Sequence[SampleDiagnostics] | None = None) -> RunSummary:
+    """The run's figures from SQL aggregates of the store; no check, verdict or reconciled record is read
+    (a 10,000-sample run has about 300,000 of each).
+
+    A caller that has read them already passes tallies (`store.verdict_tallies(run_id)`) and diagnostics
+    (all of `store.get_diagnostics(run_id)`; alignment graphs may be left out): the figures are the same.
+    """
+    if tallies is None:
+        tallies = store.verdict_tallies(run_id)
+    if diagnostics is None:
+        totals = store.metric_totals(run_id)
+        statuses = store.element_status_counts(run_id)
+        failures = store.failed_samples(run_id)
+        n_samples = store.count_diagnostics(run_id)
+    else:
+        totals = metric_totals(diagnostics)
+        statuses = Counter(e.status for d in diagnostics for e in d.elements)
+        failures = [(d.sample_id, d.error) for d in diagnostics if d.status is SampleStatus.FAILED]
+        n_samples = len(diagnostics)
     rows = tuple(
-        MetricRow(name, sum(values[name]) / len(values[name]) if values[name] else None, len(values[name]),
-                  counts[name][0], counts[name][1], counts[name][2])
-        for name in sorted(set(values) | set(counts))
+        MetricRow(t.name, sum(t.values) / len(t.values) if t.values else None, len(t.values), t.n_na, t.n_unscored,
+                  t.n_escalated)
+        for t in totals
     )
-    checks = store.checks_for(run_id)
-    verdicts = store.get_verdicts([c.id for c in checks]) if checks else []
-    reconciled = store.get_reconciled(run_id)
-    shares = status_shares(e.status for d in diagnostics for e in d.elements)
+    shares = status_shares(Counter(statuses).elements())
     return RunSummary(
-        run_id=run_id, n_samples=len(diagnostics),
-        n_failed=sum(d.status is SampleStatus.FAILED for d in diagnostics),
-        n_checks=len(checks), n_verdicts=len(verdicts),
-        n_unscored=sum(v.status is VerdictStatus.UNSCORED for v in verdicts),
-        n_escalated=sum(r.escalated for r in reconciled), n_pending=len(store.pending_escalations(run_id)),
+        run_id=run_id, n_samples=n_samples, n_failed=len(failures),
+        n_checks=store.count_checks(run_id), n_verdicts=sum(t.n_verdicts for t in tallies),
+        n_unscored=sum(t.n_verdicts for t in tallies if t.status is VerdictStatus.UNSCORED),
+        n_escalated=store.count_escalated(run_id), n_pending=store.count_pending_escalations(run_id),
         metrics=rows,
         element_shares={str(status): m.value for status, m in shares.gap_shares.items() if m.value is not None},
-        failures=tuple((d.sample_id, d.error or "") for d in diagnostics if d.status is SampleStatus.FAILED),
+        failures=tuple((sample_id, error or "") for sample_id, error in failures),
     )

@@ -36,7 +36,7 @@ RAGAS_ROUNDS = 5
 def ensure_ragas_venv(venv: Path) -> Path:
     python = venv / "bin" / "python"
     probe = [str(python), "-c", "import ragas.llms, langchain_openai"]
-    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+    if python.exists() and subprocess.run(probe, capture_output=True, check=False).returncode == 0:
         return python
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
@@ -108,7 +108,6 @@ def main() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from cost_speed import Measured, bench_samples, machine, measure_ragcourt, sim_server
-
     from ragcourt.config import Batching
 
     python = ensure_ragas_venv(args.venv)

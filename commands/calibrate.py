@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
 from ragcourt.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.calibration import (
     CalibrationItem,
@@ -17,20 +20,12 @@ from ragcourt.calibration import (
     load_labels,
     review_labels,
 )
+from ragcourt.commands.output import console
+from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig, JudgeSpec
 from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_ragchecker_pairs
 from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.schema import MetricValue, content_id
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-console = Console()
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
 
 
 def _value(metric: MetricValue, interval: ConfidenceInterval | None = None) -> str:

@@ -8,22 +8,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from ragcourt.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.commands.output import Home, console
+from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig
 from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_ragchecker_pairs
 from ragcourt.element_lists import export_lines, import_lines, read_lines, write_lines
-from rich.console import Console
-from rich.markup import escape
 
-console = Console()
 elements_app = typer.Typer(no_args_is_help=True, help="Export and import the frozen element lists of "
                            "reference answers, so a person can edit them (seed 003).")
-Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
 
 
 @elements_app.command("export")

@@ -9,20 +9,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+
 from ragcourt.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.commands.output import Home, console
+from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig
 from ragcourt.question_sets import DOCUMENT_GAP_WARNING, generate_question_set, pick_documents, sample_row
 from ragcourt.stores.vectors import VectorStore
-from rich.console import Console
-from rich.markup import escape
-
-console = Console()
-Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
 
 
 def generate(

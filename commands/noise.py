@@ -8,20 +8,18 @@ from typing import Annotated
 
 import pandas as pd
 import typer
+from rich.markup import escape
+from rich.table import Table
+
 from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.commands.output import Home, console
+from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, load_config
 from ragcourt.datasets import DatasetError
 from ragcourt.noise import DEFAULT_METRIC, PAIRED_BAND, compare_frame, noise_frame, repeat_sds
 from ragcourt.runner import Runner
 from ragcourt.schema import Decomposition, DecompositionKind, Sample, SampleDiagnostics, content_id
 from ragcourt.stores.records import RecordStore
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-console = Console()
-Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
-
 
 NOISE_COLUMNS = {"group": "group", "n_questions": "n", "n_unpaired": "unpaired", "per_question_sd": "sd/question",
                  "mean_difference": "mean B-A", "band": "± band", "is_noise": "noise?"}
@@ -29,9 +27,6 @@ COMPARE_COLUMNS = {"metric": "metric", "n_questions": "n", "mean_a": "A", "mean_
                    "band": "± band", "verdict": "verdict"}
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
 
 
 def _cell(value: object) -> str:

@@ -7,7 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
 from ragcourt.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.commands.output import console
+from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig, JudgeSpec
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
 from ragcourt.metrics.dice import TournamentMode, round_robin_schedule
@@ -22,16 +27,6 @@ from ragcourt.ranking import (
 )
 from ragcourt.schema import Sample
 from ragcourt.tournament_state import ScoreScheme
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-console = Console()
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
 
 
 def load_references(path: Path) -> dict[str, Sample]:

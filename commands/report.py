@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from ragcourt.api import DEFAULT_HOME, Workspace
-from rich.console import Console
 from rich.markup import escape
 
-console = Console()
+from ragcourt.api import DEFAULT_HOME, Workspace
+from ragcourt.commands.output import console
 
 
 def parse_prices(items: list[str]) -> dict[str, tuple[float, float]]:
@@ -37,7 +36,7 @@ def report(
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
 ) -> None:
     """Write a self-contained HTML report (opens offline; no script, no external resource)."""
-    from ragcourt.report.data import collect
+    from ragcourt.report.data import DRILL_DOWN_QUESTIONS, collect
     from ragcourt.report.export import export_tables, report_tables
     from ragcourt.report.html import render_report
     from ragcourt.report.sections import method_sections
@@ -50,7 +49,8 @@ def report(
     store = workspace.open_store()
     try:
         try:
-            data = collect(store, run_id, prices)
+            # the exports need every question's checks; the page shows a capped drill-down either way
+            data = collect(store, run_id, prices, drill_down=None if export is not None else DRILL_DOWN_QUESTIONS)
         except LookupError as error:
             console.print(f"[red]error:[/red] {escape(str(error))}")
             raise typer.Exit(2) from None

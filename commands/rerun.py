@@ -8,25 +8,22 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
 from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.commands.output import Home, console, print_summary
+from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
 from ragcourt.rerun import RerunResult, arerun_changed
 from ragcourt.runner import RunLockedError
 from ragcourt.schema import Sample
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-console = Console()
-Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
 PRECOMPUTED, REFERENCE = "precomputed", "reference"
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
 
 
 def _read_samples(path: Path) -> list[Sample]:
@@ -77,7 +74,6 @@ def rerun(
 ) -> None:
     """Evaluate only the samples whose reference answer or element list changed since the base run, and copy
     every other row; prints which rows were re-run, why and when."""
-    from ragcourt.cli import _print_summary
     from ragcourt.report.qcare_tables import element_diagnosis_lines
     from ragcourt.summary import summarize
 
@@ -109,7 +105,7 @@ def rerun(
         except (RunLockedError, LookupError, ValueError) as error:
             _fail(str(error))
         _print_result(result)
-        _print_summary(summarize(store, result.run.run_id))
+        print_summary(summarize(store, result.run.run_id))
         for line in element_diagnosis_lines(store.get_diagnostics(result.run.run_id)):
             console.print(escape(line))
         console.print(f"run directory: {workspace.run_dir(result.run.run_id)}")

@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from ragcourt.api import DEFAULT_HOME
-from rich.console import Console
 from rich.markup import escape
 
-console = Console()
+from ragcourt.api import DEFAULT_HOME
+from ragcourt.commands.output import console
 
 
 def serve(
@@ -24,6 +23,7 @@ def serve(
 ) -> None:
     """Serve the review desk (keyboard-driven), live progress and the report of a run."""
     import uvicorn
+
     from ragcourt.web.app import DeskSettings, create_app
     from ragcourt.web.security import ServeRefused
 

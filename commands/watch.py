@@ -15,16 +15,16 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from ragcourt.api import DEFAULT_HOME, Workspace
-from ragcourt.runner import RunPaths
-from ragcourt.schema import SampleDiagnostics, SampleStatus
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-console = Console()
-Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
+from ragcourt.api import DEFAULT_HOME, Workspace
+from ragcourt.commands.output import Home, console
+from ragcourt.runner import RunPaths
+from ragcourt.schema import SampleDiagnostics, SampleStatus
+
 SHOWN_METRICS = ("c_prec", "completeness", "verifiableness", "element_coverage", "soft_correctness")
 
 

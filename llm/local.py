@@ -50,6 +50,7 @@ be made to fit:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import importlib.util
 import json
@@ -172,8 +173,20 @@ def _load(key: _LoadKey) -> _Loaded:
             verbose=False,
         )
         loaded = _Loaded(llama=llama, lock=threading.Lock())
+        if not _LOADED:
+            # Free the models while the interpreter is whole: llama-cpp-python's own finaliser fails
+            # ("'NoneType' object is not callable") when it runs during interpreter shutdown.
+            atexit.register(_close_all)
         _LOADED[key] = loaded
         return loaded
+
+
+def _close_all() -> None:
+    with _LOADING:
+        for loaded in _LOADED.values():
+            with loaded.lock:
+                loaded.llama.close()
+        _LOADED.clear()
 
 
 def loaded_model_count() -> int:

@@ -23,13 +23,13 @@ def judge_frame(data: ReportData) -> pd.DataFrame:
 
 def sample_frame(data: ReportData) -> pd.DataFrame:
     rows = []
-    for view in data.samples:
-        d = view.diagnostics
+    for sample in data.rows:  # every question, not only the drill-down's
+        d = sample.diagnostics
         row: dict[str, object] = {
-            "sample_id": view.sample.id, "question": view.sample.question,
+            "sample_id": sample.sample_id, "question": sample.question,
             "status": str(d.status) if d else "not finished", "error": d.error if d else None,
-            "checks": len(view.checks), "unscored_verdicts": d.n_unscored if d else None,
-            "escalated": view.n_escalated,
+            "checks": sample.n_checks, "unscored_verdicts": d.n_unscored if d else None,
+            "escalated": sample.n_escalated,
         }
         if d is not None:
             row.update({m.name: m.value for m in d.metrics})
@@ -40,9 +40,9 @@ def sample_frame(data: ReportData) -> pd.DataFrame:
 def element_frame(data: ReportData) -> pd.DataFrame:
     columns = ["sample_id", "element_id", "text", "in_context", "in_loose_context", "in_answer", "status"]
     return pd.DataFrame(
-        [{"sample_id": v.sample.id, "element_id": e.element_id, "text": e.text, "in_context": e.in_context,
+        [{"sample_id": d.sample_id, "element_id": e.element_id, "text": e.text, "in_context": e.in_context,
           "in_loose_context": e.in_loose_context, "in_answer": e.in_answer, "status": str(e.status)}
-         for v in data.samples if v.diagnostics for e in v.diagnostics.elements],
+         for d in data.diagnostics for e in d.elements],
         columns=columns,
     )
 
@@ -90,7 +90,14 @@ def decision_frame(data: ReportData) -> pd.DataFrame:
 
 
 def report_tables(data: ReportData, sections: Sequence[Section]) -> list[NamedTable]:
-    """Every table the report shows, plus the per-check and per-verdict tables behind the drill-down."""
+    """Every table the report shows, plus the per-check and per-verdict tables behind the drill-down.
+
+    The per-check tables cover the drill-down's questions, so data must hold every question's
+    (`collect(..., drill_down=None)`); a cut drill-down raises ValueError rather than export part of a run.
+    """
+    if data.omitted:
+        raise ValueError(f"the drill-down leaves out {data.omitted} questions: read the run with "
+                         "collect(store, run_id, drill_down=None) to export every check")
     tables = [
         NamedTable("run_metrics", "Run metrics", metric_frame(data.summary.metrics)),
         NamedTable("judges", "Judges", judge_frame(data)),

@@ -16,12 +16,15 @@ from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from ragcourt.report.data import CheckView, PriceTable, ReportData, SampleView, collect
+from ragcourt.report.data import DRILL_DOWN_QUESTIONS, CheckView, PriceTable, ReportData, SampleView, collect
 from ragcourt.report.sections import Section, method_sections
 from ragcourt.schema import Verdict, VerdictStatus
 from ragcourt.stores.records import RecordStore
 
 TEMPLATES = Path(__file__).parent / "templates"
+# Rows a table shows on the page (and failed samples listed); the exports hold every row. Keeps the page of
+# a 10,000-question run to a few MB.
+PAGE_ROWS = 200
 
 
 def content_security_policy(nonce: str) -> str:
@@ -64,8 +67,8 @@ def target_label(view: CheckView, sample: SampleView) -> str:
     return view.check.target_id
 
 
-def frame_rows(frame: pd.DataFrame) -> list[list[str]]:
-    return [[num(v) for v in row] for row in frame.itertuples(index=False)]
+def frame_rows(frame: pd.DataFrame, limit: int) -> list[list[str]]:
+    return [[num(v) for v in row] for row in frame.head(limit).itertuples(index=False)]
 
 
 def environment() -> Environment:
@@ -73,15 +76,17 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = num
     env.globals.update(verdict_text=verdict_text, decision_text=decision_text, target_label=target_label,
-                       frame_rows=frame_rows)
+                       frame_rows=frame_rows, page_rows=PAGE_ROWS)
     return env
 
 
-def render_report(data: ReportData, sections: list[Section], *, nonce: str | None = None) -> str:
+def render_report(data: ReportData, sections: list[Section], *, nonce: str | None = None,
+                  drill_down: int | None = DRILL_DOWN_QUESTIONS) -> str:
+    """The page; its per-question drill-down shows at most drill_down questions (None: every question)."""
     nonce = nonce or secrets.token_urlsafe(16)
     css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
     return environment().get_template("report.html.j2").render(
-        data=data, sections=sections, nonce=nonce, csp=content_security_policy(nonce), css=css,
+        data=data.limited(drill_down), sections=sections, nonce=nonce, csp=content_security_policy(nonce), css=css,
         config_json=json.dumps(data.run.config, indent=2, ensure_ascii=False),
     )
 

@@ -69,7 +69,7 @@ def _metric_bars(rows: tuple[MetricRow, ...]) -> list[Bar]:
 
 
 def _diagnostics(data: ReportData) -> list[SampleDiagnostics]:
-    return [s.diagnostics for s in data.samples if s.diagnostics is not None]
+    return data.diagnostics  # every question's, not only the drill-down's
 
 
 def qcare_section(data: ReportData) -> Section:

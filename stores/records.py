@@ -11,6 +11,7 @@ twins run the locked methods in worker threads.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,6 +29,7 @@ from ragcourt.schema import (
     Answer,
     Check,
     Decomposition,
+    ElementStatus,
     Reconciled,
     Record,
     Retrieval,
@@ -38,6 +40,7 @@ from ragcourt.schema import (
     SampleDiagnostics,
     SampleStatus,
     Verdict,
+    VerdictStatus,
 )
 
 BUSY_TIMEOUT_S = 30.0
@@ -82,6 +85,9 @@ class _Table:
     given: tuple[str, ...] = ()
     order_by: str = "rowid"
     indexes: tuple[tuple[str, ...], ...] = ()
+    # Columns added to the table after stores were written with it: each with the SQL expression over the
+    # stored payload that fills it in when an existing store is opened (same schema version, no rewrite).
+    added: dict[str, str] = field(default_factory=dict)
     # An upsert keeps the stored row when this SQL condition (over the stored row) holds.
     keep_stored_when: str | None = None
     all_columns: tuple[str, ...] = field(init=False)
@@ -89,11 +95,21 @@ class _Table:
     def __post_init__(self) -> None:
         object.__setattr__(self, "all_columns", (*self.given, *self.columns, "payload"))
 
-    def create_sql(self) -> list[str]:
+    def create_sql(self) -> str:
         columns = ", ".join(f"{name} NOT NULL" if name in self.key else name for name in self.all_columns)
-        statements = [
-            f"CREATE TABLE IF NOT EXISTS {self.name} ({columns}, PRIMARY KEY ({', '.join(self.key)}))"
-        ]
+        return f"CREATE TABLE IF NOT EXISTS {self.name} ({columns}, PRIMARY KEY ({', '.join(self.key)}))"
+
+    def add_column_sql(self, existing: set[str]) -> list[str]:
+        """Statements adding and filling the `added` columns an existing table lacks."""
+        statements = []
+        for name, from_payload in self.added.items():
+            if name not in existing:
+                statements += [f"ALTER TABLE {self.name} ADD COLUMN {name}",
+                               f"UPDATE {self.name} SET {name} = {from_payload}"]
+        return statements
+
+    def index_sql(self) -> list[str]:
+        statements = []
         for index_columns in self.indexes:
             index_name = f"{self.name}_by_{'_'.join(index_columns)}"
             statements.append(
@@ -154,6 +170,9 @@ _TABLES: dict[type[Record], _Table] = {
         "checks",
         key=("id",),
         columns={"id": lambda c: c.id, "kind": lambda c: str(c.kind), "sample_id": lambda c: c.sample_id},
+        # (id, sample_id) lets the run's checks be grouped by sample from the index alone; (sample_id)
+        # finds a few samples' checks for the report's drill-down
+        indexes=(("id", "sample_id"), ("sample_id",)),
     ),
     Verdict: _Table(
         "verdicts",
@@ -162,6 +181,16 @@ _TABLES: dict[type[Record], _Table] = {
             "check_id": lambda v: v.check_id,
             "judge_id": lambda v: v.judge_id,
             "status": lambda v: str(v.status),
+            "model_id": lambda v: v.model_id,
+            "prompt_tokens": lambda v: v.usage.prompt_tokens,
+            "completion_tokens": lambda v: v.usage.completion_tokens,
+        },
+        # the report's tallies (verdict_tallies) read this index alone, never the payloads
+        indexes=(("check_id", "judge_id", "status", "model_id", "prompt_tokens", "completion_tokens"),),
+        added={
+            "model_id": "json_extract(payload, '$.model_id')",
+            "prompt_tokens": "json_extract(payload, '$.usage.prompt_tokens')",
+            "completion_tokens": "json_extract(payload, '$.usage.completion_tokens')",
         },
     ),
     Reconciled: _Table(
@@ -173,7 +202,7 @@ _TABLES: dict[type[Record], _Table] = {
             "sample_id": lambda r: r.sample_id,
             "escalated": lambda r: r.escalated,
         },
-        indexes=(("run_id", "sample_id"),),
+        indexes=(("run_id", "sample_id"), ("run_id", "escalated")),
     ),
     Review: _Table(
         "reviews",
@@ -207,6 +236,42 @@ _RUN_CHECKS_SQL = (
 _CACHE_SQL = "CREATE TABLE IF NOT EXISTS llm_cache (key PRIMARY KEY, value NOT NULL, created_at NOT NULL)"
 _META_SQL = "CREATE TABLE IF NOT EXISTS meta (key PRIMARY KEY, value NOT NULL)"
 _VERSION_KEY = "schema_version"
+
+
+# The checks of a run as `checks_for` lists them: links whose check is stored.
+_RUN_LINKS = "run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
+
+
+@dataclass(frozen=True)
+class VerdictTally:
+    """Verdicts of a run's checks with one judge, model and status: how many and their summed tokens."""
+
+    judge_id: str
+    model_id: str | None
+    status: VerdictStatus
+    n_verdicts: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class MetricTotals:
+    """One metric over a run's samples: its values (n/a ones left out) in sample order, and its counts."""
+
+    name: str
+    values: tuple[float, ...]
+    n_na: int  # samples where the metric is n/a
+    n_unscored: int  # summed over the samples
+    n_escalated: int
+
+
+@dataclass(frozen=True)
+class SampleCheckCounts:
+    """A sample's checks in a run (grouped by the check's own sample_id, as the report groups them)."""
+
+    n_checks: int
+    n_escalated: int  # checks whose reconciled record in the run is escalated
+    n_reviewed: int  # checks with at least one review in the run
 
 
 def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -269,7 +334,9 @@ class RecordStore:
                     f"but this ragcourt reads schema version {SCHEMA_VERSION}"
                 )
             for table in _TABLES.values():
-                for statement in table.create_sql():
+                conn.execute(table.create_sql())
+                existing = {row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}
+                for statement in (*table.add_column_sql(existing), *table.index_sql()):
                     conn.execute(statement)
             for statement in (*_RUN_CHECKS_SQL, _CACHE_SQL):
                 conn.execute(statement)
@@ -354,8 +421,20 @@ class RecordStore:
     def list_runs(self) -> list[RunInfo]:
         return self._listing(RunInfo, {})
 
-    def get_samples(self, run_id: str) -> list[Sample]:
-        return self._listing(Sample, {"run_id": run_id})
+    def get_samples(self, run_id: str, sample_ids: Sequence[str] | None = None) -> list[Sample]:
+        """The run's samples in stored order; with sample_ids, only those (still in stored order)."""
+        if sample_ids is None:
+            return self._listing(Sample, {"run_id": run_id})
+        rows: list[tuple[int, str]] = []
+        for part in _slices(list(dict.fromkeys(sample_ids))):
+            sql = f"SELECT rowid, payload FROM samples WHERE run_id = ? AND sample_id IN ({_marks(part)})"
+            rows.extend(self._select(sql, [run_id, *part]))
+        return [Sample.model_validate_json(payload) for _, payload in sorted(rows)]
+
+    def sample_questions(self, run_id: str) -> list[tuple[str, str]]:
+        """(sample id, question) of every sample of the run in stored order, without reading whole samples."""
+        sql = "SELECT sample_id, json_extract(payload, '$.question') FROM samples WHERE run_id = ? ORDER BY rowid"
+        return [(sample_id, question) for sample_id, question in self._select(sql, (run_id,))]
 
     def get_retrievals(self, run_id: str, sample_id: str | None = None) -> list[Retrieval]:
         return self._listing(Retrieval, {"run_id": run_id, "sample_id": sample_id})
@@ -384,6 +463,18 @@ class RecordStore:
             params.append(sample_id)
         return self._records(Check, sql + " ORDER BY l.rowid", params)
 
+    def checks_of_samples(self, run_id: str, sample_ids: Sequence[str]) -> list[Check]:
+        """The run's checks (as `checks_for` lists them) whose own sample_id is among sample_ids, in link order."""
+        rows: list[tuple[int, str]] = []
+        for part in _slices(list(dict.fromkeys(sample_ids))):
+            # checks first, found by sample, then their links by check id: the planner's own choice reads
+            # every link of the run (for each check)
+            sql = (f"SELECT l.rowid, c.payload FROM checks c INDEXED BY checks_by_sample_id "
+                   f"CROSS JOIN run_checks l INDEXED BY run_checks_by_check "
+                   f"ON l.check_id = c.id WHERE c.sample_id IN ({_marks(part)}) AND l.run_id = ?")
+            rows.extend(self._select(sql, [*part, run_id]))
+        return [Check.model_validate_json(payload) for _, payload in sorted(rows)]
+
     def get_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         verdicts: list[Verdict] = []
         for part in _slices(list(dict.fromkeys(check_ids))):
@@ -397,6 +488,14 @@ class RecordStore:
 
     def get_reconciled(self, run_id: str, sample_id: str | None = None) -> list[Reconciled]:
         return self._listing(Reconciled, {"run_id": run_id, "sample_id": sample_id})
+
+    def reconciled_of_checks(self, run_id: str, check_ids: Sequence[str]) -> list[Reconciled]:
+        """The run's reconciled records of these checks (unknown ids are left out), in stored order."""
+        rows: list[tuple[int, str]] = []
+        for part in _slices(list(dict.fromkeys(check_ids))):
+            sql = f"SELECT rowid, payload FROM reconciled WHERE run_id = ? AND check_id IN ({_marks(part)})"
+            rows.extend(self._select(sql, [run_id, *part]))
+        return [Reconciled.model_validate_json(payload) for _, payload in sorted(rows)]
 
     def pending_escalations(self, run_id: str) -> list[Reconciled]:
         """Escalated checks of the run that no person has decided yet (no review, or only skips)."""
@@ -417,10 +516,117 @@ class RecordStore:
     def get_diagnostics(self, run_id: str, sample_id: str | None = None) -> list[SampleDiagnostics]:
         return self._listing(SampleDiagnostics, {"run_id": run_id, "sample_id": sample_id})
 
+    def get_diagnostics_without_graphs(self, run_id: str) -> list[SampleDiagnostics]:
+        """get_diagnostics(run_id) with alignment_graph None: the graphs are most of a diagnostics record
+        (about 450 MB as Python objects for 10,000 samples) and only a report's drill-down draws them."""
+        sql = "SELECT json_remove(payload, '$.alignment_graph') FROM diagnostics WHERE run_id = ? ORDER BY rowid"
+        return self._records(SampleDiagnostics, sql, (run_id,))
+
     def finished_sample_ids(self, run_id: str) -> set[str]:
         """Samples of the run whose diagnostics say OK; failed samples are not finished and run again."""
         sql = "SELECT sample_id FROM diagnostics WHERE run_id = ? AND status = ?"
         return {row[0] for row in self._select(sql, (run_id, str(SampleStatus.OK)))}
+
+    # ------------------------------------------------------------------ aggregates
+    # Counts and sums over a run computed by SQLite, so a report over 10,000 samples does not build
+    # hundreds of thousands of records only to count them. Each equals the same figure computed over the
+    # records the listing methods return (tests/stores/test_records_aggregates.py).
+
+    def count_checks(self, run_id: str) -> int:
+        """len(checks_for(run_id))."""
+        return int(self._select(f"SELECT COUNT(*) FROM {_RUN_LINKS}", (run_id,))[0][0])
+
+    def verdict_tallies(self, run_id: str) -> list[VerdictTally]:
+        """The verdicts of the run's checks (get_verdicts of checks_for's ids) by judge, model and status."""
+        sql = (
+            "SELECT judge_id, model_id, status, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM verdicts "
+            f"WHERE check_id IN (SELECT l.check_id FROM {_RUN_LINKS}) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        )
+        return [
+            VerdictTally(judge_id=judge_id, model_id=model_id, status=VerdictStatus(status), n_verdicts=int(n),
+                         prompt_tokens=int(prompt), completion_tokens=int(completion))
+            for judge_id, model_id, status, n, prompt, completion in self._select(sql, (run_id,))
+        ]
+
+    def count_escalated(self, run_id: str) -> int:
+        """How many of the run's reconciled records are escalated."""
+        sql = "SELECT COUNT(*) FROM reconciled WHERE run_id = ? AND escalated = 1"  # True is stored as 1
+        return int(self._select(sql, (run_id,))[0][0])
+
+    def count_pending_escalations(self, run_id: str) -> int:
+        """len(pending_escalations(run_id))."""
+        sql = (
+            "SELECT COUNT(*) FROM reconciled r WHERE r.run_id = ? AND r.escalated = 1 AND NOT EXISTS "
+            "(SELECT 1 FROM reviews v WHERE v.run_id = r.run_id AND v.check_id = r.check_id AND v.action != ?)"
+        )
+        return int(self._select(sql, (run_id, str(ReviewAction.SKIP)))[0][0])
+
+    def check_counts_by_sample(self, run_id: str) -> dict[str, SampleCheckCounts]:
+        """Per sample id (the check's own): its linked checks, escalated ones, reviewed ones."""
+        # INDEXED BY: the planner would take the primary key and read every check's row for its sample_id
+        checks = (
+            "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c INDEXED BY checks_by_id_sample_id "
+            "ON c.id = l.check_id WHERE l.run_id = ? GROUP BY c.sample_id"
+        )
+        # escalations and reviews are few: start from them, not from every link (an index each)
+        escalated = (
+            "SELECT c.sample_id, COUNT(*) FROM reconciled r CROSS JOIN run_checks l INDEXED BY run_checks_by_check "
+            "ON l.run_id = r.run_id AND l.check_id = r.check_id JOIN checks c ON c.id = l.check_id "
+            "WHERE r.run_id = ? AND r.escalated = 1 GROUP BY c.sample_id"
+        )
+        reviewed = (
+            "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c ON c.id = l.check_id "
+            "WHERE l.run_id = ? AND l.check_id IN (SELECT check_id FROM reviews WHERE run_id = ?) GROUP BY c.sample_id"
+        )
+        n_escalated = dict(self._select(escalated, (run_id,)))
+        n_reviewed = dict(self._select(reviewed, (run_id, run_id)))
+        return {
+            sample_id: SampleCheckCounts(n_checks=int(n), n_escalated=int(n_escalated.get(sample_id, 0)),
+                                         n_reviewed=int(n_reviewed.get(sample_id, 0)))
+            for sample_id, n in self._select(checks, (run_id,))
+        }
+
+    def count_diagnostics(self, run_id: str) -> int:
+        return int(self._select("SELECT COUNT(*) FROM diagnostics WHERE run_id = ?", (run_id,))[0][0])
+
+    def failed_samples(self, run_id: str) -> list[tuple[str, str | None]]:
+        """(sample id, error) of the run's failed samples, in the order get_diagnostics lists them."""
+        sql = (
+            "SELECT sample_id, json_extract(payload, '$.error') FROM diagnostics "
+            "WHERE run_id = ? AND status = ? ORDER BY rowid"
+        )
+        return [(sample_id, error) for sample_id, error in self._select(sql, (run_id, str(SampleStatus.FAILED)))]
+
+    def metric_totals(self, run_id: str) -> list[MetricTotals]:
+        """Each metric's figures over the run's diagnostics (as reading get_diagnostics gives), by name."""
+        sql = (
+            "SELECT m.value FROM diagnostics d, json_each(d.payload, '$.metrics') m "
+            "WHERE d.run_id = ? ORDER BY d.rowid, m.key"
+        )
+        values: dict[str, list[float]] = {}
+        counts: dict[str, list[int]] = {}
+        # json_each hands back each metric's stored JSON text, numbers as written: parsed here, every float
+        # is the one get_diagnostics reads, and the values keep their order for an identical mean
+        for (text,) in self._select(sql, (run_id,)):
+            metric = json.loads(text)
+            found = values.setdefault(metric["name"], [])
+            tally = counts.setdefault(metric["name"], [0, 0, 0])
+            if metric["value"] is None:
+                tally[0] += 1
+            else:
+                found.append(float(metric["value"]))
+            tally[1] += metric["n_unscored"]
+            tally[2] += metric["n_escalated"]
+        return [MetricTotals(name=name, values=tuple(values[name]), n_na=counts[name][0],
+                             n_unscored=counts[name][1], n_escalated=counts[name][2]) for name in sorted(values)]
+
+    def element_status_counts(self, run_id: str) -> dict[ElementStatus, int]:
+        """How many elements of the run's diagnostics have each status (statuses with none are left out)."""
+        sql = (
+            "SELECT json_extract(e.value, '$.status'), COUNT(*) FROM diagnostics d, "
+            "json_each(d.payload, '$.elements') e WHERE d.run_id = ? GROUP BY 1"
+        )
+        return {ElementStatus(status): int(n) for status, n in self._select(sql, (run_id,))}
 
     def cache_get(self, key: str) -> str | None:
         rows = self._select("SELECT value FROM llm_cache WHERE key = ?", (key,))

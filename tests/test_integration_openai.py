@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from fakes.openai_server import CHAT_PATH, ChatRequest, FakeOpenAIServer
 from ragcourt.api import Models, Workspace, _context
-from ragcourt.config import EvalConfig, JudgeSpec, Method
+from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.prompts.library import PromptId, load_prompt
 from ragcourt.runner import Runner
 from ragcourt.schema import (
@@ -91,7 +91,8 @@ BUILDERS = {
 def config_for(server: FakeOpenAIServer) -> EvalConfig:
     url = server.base_url
     return EvalConfig(judges=(JudgeSpec(model=f"openai:judge-model@{url}"),), decomposer=f"openai:decomp@{url}",
-                      answerer=f"openai:gen@{url}", top_k=2, methods=(Method.QCARE, Method.ELEMENTS))
+                      answerer=f"openai:gen@{url}", top_k=2, methods=(Method.QCARE, Method.ELEMENTS),
+                      batching=Batching.PER_KIND)  # the request counts below are per check kind
 
 
 async def evaluate(home: Path, config: EvalConfig, run_id: str):

@@ -14,7 +14,7 @@ import ragcourt
 from fakes.openai_server import FakeOpenAIServer
 from live_helpers import example_app, example_store, first_context_sentence, judge_builders
 from ragcourt.api import Workspace
-from ragcourt.config import EvalConfig, JudgeSpec, Method
+from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.schema import LOOSE, NORMAL, ElementStatus, SampleStatus
 
 
@@ -25,7 +25,8 @@ async def test_example_app_evaluated_in_batch_with_its_own_retriever_settings(tm
     llm = example_app.build_llm(openai_server.base_url, "fake-model")
     with FakeOpenAIServer(builders=judge_builders(binary_label="no")) as judge:
         config = EvalConfig(judges=(JudgeSpec(model=f"openai:fake-model@{judge.base_url}", id="judge"),),
-                            methods=(Method.QCARE, Method.ELEMENTS), top_k=3)
+                            methods=(Method.QCARE, Method.ELEMENTS), top_k=3,
+                            batching=Batching.PER_KIND)  # its fake judge answers the per-kind schemas
         result = await ragcourt.aevaluate(retriever=retriever, chain=example_app.build_answer_chain(llm),
                                           dataset=example_app.QUESTIONS, config=config, home=tmp_path,
                                           run_id="batch")

@@ -1,5 +1,6 @@
 """DICE maths: probabilities, scores, Elo, Swiss pairing, tournaments, baseline tiers (hand-computed)."""
 
+import itertools
 import math
 import random
 from collections import Counter
@@ -21,6 +22,7 @@ from ragcourt.metrics.dice import (
     expected_score,
     hard_score,
     performance_rating,
+    refit_ratings,
     round_robin_schedule,
     run_tournament,
     soft_score,
@@ -137,6 +139,45 @@ def test_apply_round_uses_pre_round_ratings_and_skips_void():
     assert apply_round(ratings, matches, k=32) == {"a": 1516.0, "b": 1484.0, "c": 1500.0, "d": 1500.0}
 
 
+def _share_match(a: str, b: str, points_a: float, n: int = 4) -> PlayedMatch:
+    return PlayedMatch(system_a=a, system_b=b, result=MatchResult(score_a_total=points_a, n_questions=n))
+
+
+def test_refit_worked_example_chain():
+    """a 3/4 against b, b 3/4 against c: E = 0.75 needs a gap of 400 log10(3) = 190.848502, mean 1500."""
+    refit = refit_ratings(["a", "b", "c"], [_share_match("a", "b", 3), _share_match("b", "c", 3)])
+    assert refit.ratings == pytest.approx({"a": 1690.848502, "b": 1500.0, "c": 1309.151498}, abs=1e-5)
+
+
+def test_refit_credits_strength_of_schedule_where_one_round_of_elo_cannot():
+    """x draws with s, y draws with w, s takes 3/4 from w. One round of Elo from 1500 leaves x and y
+    level (both drew an equal); the fixed point puts x = s = 1500 + 200 log10(3) = 1595.424251, y = w below."""
+    matches = [_share_match("x", "s", 2), _share_match("y", "w", 2), _share_match("s", "w", 3)]
+    one_round = apply_round(dict.fromkeys("xysw", 1500.0), matches)
+    assert one_round["x"] == one_round["y"] == 1500.0
+    refit = refit_ratings(list("xysw"), matches)
+    assert refit.ratings == pytest.approx(
+        {"x": 1595.424251, "s": 1595.424251, "y": 1404.575749, "w": 1404.575749}
+    )
+
+
+def test_refit_is_a_fixed_point_of_the_seeds_update():
+    rng = random.Random(5)
+    systems = list("abcde")
+    matches = [_share_match(a, b, rng.randint(1, 9), n=10) for a, b in itertools.combinations(systems, 2)]
+    refit = refit_ratings(systems, matches, initial_rating=1000.0)
+    assert refit.ratings is not None
+    assert apply_round(refit.ratings, matches, k=32) == pytest.approx(refit.ratings, abs=1e-6)
+    assert math.fsum(refit.ratings.values()) == pytest.approx(5000.0)
+
+
+def test_refit_is_na_when_unbounded_or_disconnected():
+    swept = refit_ratings(["a", "b", "c"], [_share_match("a", "b", 4), _share_match("b", "c", 3)])
+    apart = refit_ratings(["a", "b", "c", "d"], [_share_match("a", "b", 3), _share_match("c", "d", 1)])
+    for refit in (swept, apart):
+        assert refit.ratings is None and refit.na_reason.startswith("no finite refit")
+
+
 # --------------------------------------------------------------------------- pairing
 
 
@@ -233,6 +274,7 @@ def test_elo_and_bootstrap_on_a_deterministic_match():
     assert (top.system, top.elo, top.wins) == ("A", 1516.0, 1)
     assert (bottom.system, bottom.elo, bottom.losses) == ("B", 1484.0, 1)
     assert (top.elo_ci.low, top.elo_ci.high) == (1516.0, 1516.0)
+    assert t.refitted.ratings is None  # a clean sweep has no finite fixed point
 
 
 def test_bootstrap_ci_brackets_and_needs_outcomes():

@@ -1,27 +1,44 @@
-"""Does the Swiss tournament recover the true order of systems? Measured against round robin.
+"""Does the Swiss tournament recover the true order of systems? Measured against round robin (issue 7).
 
 Eight systems with known strengths; every question of a match is a Bradley-Terry draw,
-P(A wins the question) = 1 / (1 + exp(-(theta_A - theta_B))), over 30 questions. Over 50 seeds we compare
-the Spearman correlation between final Elo and the true strengths for
+P(A wins the question) = 1 / (1 + exp(-(theta_A - theta_B))), over 30 questions, same K (32) and same
+questions per match for every format. Common random numbers: within a seed, the match S1-S2 has the same
+question draws whichever format plays it, so the formats differ only by which matches they play and how
+they turn results into ratings. Over 50 seeds, the Spearman correlation with the true strengths of:
 
-* Swiss: seed 001's four rounds, 16 matches;
-* round robin: all 28 matches;
-* the first four rounds of the round-robin schedule: 16 matches like Swiss, but not adaptive.
+                                   seed's Elo (after last round)   refit (fixed point over all matches)
+  Swiss, 4 rounds, 16 matches                 0.921                            0.965
+  round robin, 28 matches                     0.980                            0.981
+  round robin's first 4 rounds, 16            0.927                            0.966
+  16 matches chosen KNOWING the true order      -                              0.967
 
-Measured (deterministic for these seeds): Swiss 0.924, round robin 0.985, round robin's first four rounds
-0.944. Swiss does NOT match round robin's average: with 16 of the 28 comparisons it gives up about 0.06
-of Spearman (the seed reports identical rankings on its own eight systems, whose two model tiers are far
-apart). Nor does its adaptive pairing beat a non-adaptive 16-match schedule here: pairing equals makes
-each match's score share sit near 0.5, so Elo moves less per match. What the test asserts is what is
-true and what matters for using it: Swiss stays within 0.1 of round robin's mean Spearman and recovers
-the order well (mean >= 0.85) with 43 % fewer matches. `pytest -s` prints the figures.
+The issue's claim (Swiss at least as good as round robin on average, with fewer matches) does not hold
+here, and no variant of the seed's procedure makes it hold: pairing by points scored instead of rating
+changes nothing measurable (0.921; refit 0.966), pairing by refitted ratings neither (refit 0.962);
+K = 64 / 128 / 256 gives 0.932 / 0.949 / 0.957; the refit (metrics.dice.refit_ratings) is the biggest
+gain, but is still 0.015 below round robin (paired difference, standard error 0.004; over 400 seeds
+0.973 against 0.985, difference 0.012, standard error 0.001). The
+last row is why: even a schedule of 16 matches picked with the true order known (every neighbour pair,
+every pair two apart, three pairs three apart) and the efficient Bradley-Terry fit stays below round
+robin. 16 matches of 30 questions are 480 judged questions against 840; no pairing rule recovers that
+difference. (The seed's own eight systems fall into two far-apart model tiers, where both formats rank
+perfectly.) What is asserted is what holds: the match counts, Swiss with the refit close to round robin
+and better than the seed's per-round Elo, and round robin ahead of any 16-match schedule.
+`pytest -s` prints the figures.
 """
 
 import math
 import random
 from statistics import mean
 
-from ragcourt.metrics.dice import MatchResult, TournamentMode, run_tournament
+from ragcourt.metrics.dice import (
+    MatchResult,
+    PlayedMatch,
+    TournamentMode,
+    TournamentResult,
+    refit_ratings,
+    run_tournament,
+)
 from scipy.stats import spearmanr
 
 SYSTEMS = [f"S{i}" for i in range(1, 9)]
@@ -29,46 +46,72 @@ SYSTEMS = [f"S{i}" for i in range(1, 9)]
 STRENGTH = {s: (3.5 - i) / 3.5 for i, s in enumerate(SYSTEMS)}
 N_QUESTIONS = 30
 N_SEEDS = 50
+# every neighbour pair, every pair two apart, three pairs three apart: 16 matches chosen knowing the truth
+INFORMED_SCHEDULE = [(i, i + 1) for i in range(7)] + [(i, i + 2) for i in range(6)] + [(0, 3), (2, 5), (4, 7)]
 
 
-def _bradley_terry(rng: random.Random):
+def _match_fn(seed: int):
+    """The same seed and pair always give the same question draws, in either order of A and B."""
+
     def match(a: str, b: str) -> MatchResult:
-        p_a = 1.0 / (1.0 + math.exp(-(STRENGTH[a] - STRENGTH[b])))
-        return MatchResult.from_outcomes([1.0 if rng.random() < p_a else 0.0 for _ in range(N_QUESTIONS)])
+        first, second = sorted((a, b))
+        draws = random.Random(f"{seed}:{first}:{second}")
+        p_first = 1.0 / (1.0 + math.exp(-(STRENGTH[first] - STRENGTH[second])))
+        first_wins = [draws.random() < p_first for _ in range(N_QUESTIONS)]
+        return MatchResult.from_outcomes([1.0 if won == (a == first) else 0.0 for won in first_wins])
 
     return match
 
 
-def _mean_spearman(mode: TournamentMode, rounds: int | None, stream: int) -> tuple[float, int]:
-    rhos = []
-    n_matches = 0
+def _spearman(ratings: dict[str, float]) -> float:
+    return spearmanr([STRENGTH[s] for s in SYSTEMS], [ratings[s] for s in SYSTEMS]).statistic
+
+
+def _tournaments(mode: TournamentMode, rounds: int | None) -> list[TournamentResult]:
+    results = []
     for seed in range(N_SEEDS):
         order = SYSTEMS[:]
         random.Random(seed).shuffle(order)  # the schedule must not know the true order
-        result = run_tournament(
-            order,
-            _bradley_terry(random.Random(1000 * seed + stream)),
-            mode=mode,
-            rounds=rounds,
-            seed=seed,
-            n_bootstrap=0,
+        results.append(
+            run_tournament(order, _match_fn(seed), mode=mode, rounds=rounds, seed=seed, n_bootstrap=0)
         )
-        elo = {st.system: st.elo for st in result.standings}
-        rhos.append(spearmanr([STRENGTH[s] for s in SYSTEMS], [elo[s] for s in SYSTEMS]).statistic)
-        n_matches = result.n_matches
-    return mean(rhos), n_matches
+    return results
 
 
-def test_swiss_recovers_true_order_close_to_round_robin_with_fewer_matches():
-    swiss, swiss_matches = _mean_spearman(TournamentMode.SWISS, None, stream=0)
-    full, full_matches = _mean_spearman(TournamentMode.ROUND_ROBIN, None, stream=1)
-    partial, partial_matches = _mean_spearman(TournamentMode.ROUND_ROBIN, 4, stream=2)
+def _elo_and_refit(results: list[TournamentResult]) -> tuple[float, float, int]:
+    elo = mean(_spearman({st.system: st.elo for st in r.standings}) for r in results)
+    refit = mean(_spearman(r.refitted.ratings) for r in results)  # type: ignore[arg-type]
+    (n_matches,) = {r.n_matches for r in results}
+    return elo, refit, n_matches
+
+
+def _informed_refit() -> float:
+    rhos = []
+    for seed in range(N_SEEDS):
+        match = _match_fn(seed)
+        played = [
+            PlayedMatch(system_a=SYSTEMS[i], system_b=SYSTEMS[j], result=match(SYSTEMS[i], SYSTEMS[j]))
+            for i, j in INFORMED_SCHEDULE
+        ]
+        rhos.append(_spearman(refit_ratings(SYSTEMS, played).ratings))  # type: ignore[arg-type]
+    return mean(rhos)
+
+
+def test_swiss_against_round_robin_over_50_seeds():
+    swiss, swiss_refit, swiss_matches = _elo_and_refit(_tournaments(TournamentMode.SWISS, None))
+    full, full_refit, full_matches = _elo_and_refit(_tournaments(TournamentMode.ROUND_ROBIN, None))
+    partial, partial_refit, partial_matches = _elo_and_refit(_tournaments(TournamentMode.ROUND_ROBIN, 4))
+    informed = _informed_refit()
     print(
-        f"\nmean Spearman over {N_SEEDS} seeds: swiss {swiss:.3f} ({swiss_matches} matches), "
-        f"round robin {full:.3f} ({full_matches} matches), "
-        f"round robin first 4 rounds {partial:.3f} ({partial_matches} matches)"
+        f"\nmean Spearman over {N_SEEDS} seeds (seed's Elo / refit):"
+        f"\n  swiss                      {swiss:.3f} / {swiss_refit:.3f}  ({swiss_matches} matches)"
+        f"\n  round robin                {full:.3f} / {full_refit:.3f}  ({full_matches} matches)"
+        f"\n  round robin first 4 rounds {partial:.3f} / {partial_refit:.3f}  ({partial_matches} matches)"
+        f"\n  16 matches knowing truth     -   / {informed:.3f}  ({len(INFORMED_SCHEDULE)} matches)"
     )
     assert (swiss_matches, full_matches, partial_matches) == (16, 28, 16)
-    assert swiss >= 0.85
-    assert swiss >= full - 0.1
-    assert full > swiss  # measured honestly: more comparisons do rank better
+    assert round(swiss, 3) == 0.921 and round(full, 3) == 0.980  # deterministic for these seeds
+    assert swiss_refit >= full - 0.02  # close to round robin with 43 % fewer matches ...
+    assert swiss_refit > swiss + 0.03  # ... once the ratings are refitted on all played matches
+    # the issue's claim (swiss >= round robin) does not hold: not even an informed 16-match schedule reaches it
+    assert full > swiss_refit and full > informed
