@@ -23,6 +23,7 @@ from pathlib import Path
 from statistics import mean
 
 from pydantic import BaseModel, ConfigDict
+
 from ragcourt.datasets import RagCheckerPair, label_from_human_score
 from ragcourt.graphs.tournament import build_match_graph
 from ragcourt.jury import Judge

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Check, CheckKind, Label
 

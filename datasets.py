@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+
 from ragcourt.schema import Chunk, Label, Sample, content_id
 
 HOTPOTQA_SOURCE = "hotpotqa"

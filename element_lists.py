@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from ragcourt.datasets import DatasetError
 from ragcourt.decomposers import Decomposer
 from ragcourt.metrics.elements import is_pointer_element

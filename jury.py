@@ -23,7 +23,6 @@ from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Check, CheckKind, Label, TokenUsage, UnscoredReason, Verdict, VerdictStatus
 from ragcourt.text import content_tokens, overlap, sentences
 
-
 S = TypeVar("S", bound=BaseModel)
 
 

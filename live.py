@@ -29,6 +29,7 @@ Attach the handler at the outermost call of the app: a request is a run without 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import random
@@ -419,10 +420,8 @@ def _offer(subscriber: _Subscriber, item: SampleDiagnostics | None, evaluator: L
         else:
             subscriber.queue.put_nowait(item)
 
-    try:
+    with contextlib.suppress(RuntimeError):  # the reader's loop is closed: nobody is listening any more
         subscriber.loop.call_soon_threadsafe(put)
-    except RuntimeError:  # the reader's loop is closed: nobody is listening any more
-        pass
 
 
 def _is_power_of_ten(n: int) -> bool:

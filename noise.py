@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
+
 from ragcourt.metrics.elements import Z_95, is_noise, noise_band, run_to_run_noise
 from ragcourt.metrics.values import MetricName
 from ragcourt.schema import Sample, SampleDiagnostics, SampleStatus

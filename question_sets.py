@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
+
 from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Chunk, Sample

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from ragcourt.datasets import load_samples
 from ragcourt.graphs.tournament import build_match_graph
 from ragcourt.jury import Judge

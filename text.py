@@ -14,10 +14,7 @@ _CJK_OR_RUN = re.compile(f"[{_CJK_CHAR}]|[^{_CJK_CHAR}]+")
 # enough in the bundled data that a simple rule beats a dependency.
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 STOPWORDS = frozenset(
-    "a an the of in on at to for from by with and or but is are was were be been being this that these those "
-    "it its as which who whom whose what when where why how do does did has have had not no yes than then so "
-    "such can could would should will shall may might must into about over under after before between both "
-    "also there their they them he she his her we you i".split()
+    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "as", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "do", "does", "did", "has", "have", "had", "not", "no", "yes", "than", "then", "so", "such", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "into", "about", "over", "under", "after", "before", "between", "both", "also", "there", "their", "they", "them", "he", "she", "his", "her", "we", "you", "i"]
 )
 
 

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict
+
 from ragcourt.jury import Judge
 from ragcourt.metrics.dice import DecisionProbabilities, MatchResult
 from ragcourt.schema import Check, Label, Sample, Verdict

@@ -108,6 +108,7 @@ def main() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from cost_speed import Measured, bench_samples, machine, measure_ragcourt, sim_server
+
     from ragcourt.config import Batching
 
     python = ensure_ragas_venv(args.venv)

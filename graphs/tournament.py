@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+
 from ragcourt.nodes.match_scorer import score_match
 from ragcourt.nodes.pairwise import judge_pairs
 from ragcourt.tournament_state import MatchContext, MatchState

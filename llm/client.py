@@ -31,6 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, ValidationError
+
 from ragcourt.llm.cache import LLMCache, cache_key, schema_json
 from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy, call_with_retries, is_timeout

@@ -17,6 +17,7 @@ import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
+
 from ragcourt.llm.cache import LLMCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.limits import EndpointLimiter

@@ -71,6 +71,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
+
 from ragcourt.llm.spec import BUNDLED_LOCAL_MODEL, ModelSpec
 
 logger = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
 from ragcourt.schema import TokenUsage
 
 PriceTable = Mapping[str, tuple[float, float]]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
+
 from ragcourt.metrics.values import MetricName, not_available
 from ragcourt.schema import MetricValue
 

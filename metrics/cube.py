@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
+
 from ragcourt.schema import ConditionKind, MetricValue
 
 DEFAULT_TRIM_PROPORTION = 0.1

@@ -45,6 +45,7 @@ from enum import StrEnum
 import networkx as nx
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
+
 from ragcourt.schema import Label, MetricValue
 
 DEFAULT_K = 32.0

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import networkx as nx
+
 from ragcourt.metrics.values import (
     Decision,
     MetricName,

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from langgraph.runtime import Runtime
+
 from ragcourt.metrics.dice import (
     DecisionProbabilities,
     MatchResult,

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
+
 from ragcourt.jury import Judge
 from ragcourt.nodes.judges import TRANSIENT
 from ragcourt.schema import (

@@ -22,6 +22,7 @@ from importlib import resources
 from types import MappingProxyType
 
 import yaml
+
 from ragcourt.schema import CheckKind
 
 PROMPT_HASH_LENGTH = 12

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+
 from ragcourt.report.data import ReportData
 from ragcourt.report.sections import NamedTable, Section, metric_frame
 

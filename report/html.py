@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
 from ragcourt.report.data import DRILL_DOWN_QUESTIONS, CheckView, PriceTable, ReportData, SampleView, collect
 from ragcourt.report.sections import Section, method_sections
 from ragcourt.schema import Verdict, VerdictStatus

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+
 from ragcourt.metrics.elements import status_shares
 from ragcourt.metrics.values import MetricName
 from ragcourt.nodes.scorer import UNKNOWN_CHUNKS

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 from markupsafe import Markup
+
 from ragcourt.config import Method
 from ragcourt.metrics.cube import AnswerSet, JudgeCube
 from ragcourt.metrics.values import MetricName

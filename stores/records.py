@@ -24,6 +24,7 @@ from typing import Any, Self, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
+
 from ragcourt.schema import (
     SCHEMA_VERSION,
     Answer,

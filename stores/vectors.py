@@ -16,6 +16,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings
+
 from ragcourt.schema import Chunk
 
 # Importing the module registers our embedding functions with chromadb (needed to reopen collections).
@@ -151,7 +152,7 @@ class VectorStore:
             [
                 _chunk_from_hit(chunk_id, document or "", metadata, distance, rank)
                 for rank, (chunk_id, document, metadata, distance) in enumerate(
-                    zip(ids[row], documents[row], metadatas[row], distances[row]), start=1
+                    zip(ids[row], documents[row], metadatas[row], distances[row], strict=True), start=1
                 )
             ]
             for row in range(len(texts))

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from ragcourt.cli import app
 from ragcourt.stores.records import RecordStore
-from typer.testing import CliRunner
 
 RUNNER = CliRunner()
 

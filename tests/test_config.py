@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from ragcourt.config import (
     DEFAULT_DIMENSIONS,
     ConfigError,

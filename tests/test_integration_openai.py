@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from fakes.openai_server import CHAT_PATH, ChatRequest, FakeOpenAIServer
+
 from ragcourt.api import Models, Workspace, _context
 from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.prompts.library import PromptId, load_prompt

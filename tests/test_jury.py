@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from fakes.scripted_model import ScriptedChatModel, ScriptedRequest
 from langchain_core.messages import BaseMessage
+
 from ragcourt.jury import BaselineJudge, BaselineRule, LLMJudge, render_batch
 from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import PromptId, load_prompt, parse_untrusted

@@ -36,6 +36,7 @@ from graph_fixtures import (
     make_context,
     many_samples,
 )
+
 from ragcourt.config import ReviewMode
 from ragcourt.rescore import ReplaySystem, arescore_run
 from ragcourt.runner import DIAGNOSTICS_FILE, RunLockedError, Runner
@@ -50,8 +51,8 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.systems import ConditionUnavailable
 from ragcourt.summary import summarize
+from ragcourt.systems import ConditionUnavailable
 
 N_CHECKS = {"s1": 27, "s2": 15, "s3": 19}
 

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from pydantic import Field
+
 from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import parse_untrusted
 from ragcourt.schema import (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ragcourt.text import content_tokens, overlap, sentences, tokens
 
 

@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
 from ragcourt.api import Workspace
 from ragcourt.report.data import collect
 from ragcourt.report.html import content_security_policy, num, render_report, verdict_text

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from ragcourt.api import Models, Workspace, _context
 from ragcourt.cli import app
 from ragcourt.config import EvalConfig, Method
@@ -21,7 +23,6 @@ from ragcourt.runner import Runner
 from ragcourt.schema import Chunk, Decomposition, DecompositionKind, ElementStatus, Sample
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
-from typer.testing import CliRunner
 
 CONFIG = EvalConfig(methods=(Method.ELEMENTS,))
 WARRANTY = Sample(

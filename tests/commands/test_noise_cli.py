@@ -13,6 +13,8 @@ import json
 import math
 
 import pytest
+from typer.testing import CliRunner
+
 from ragcourt.api import Workspace
 from ragcourt.cli import app
 from ragcourt.decomposers import SentenceDecomposer
@@ -28,7 +30,6 @@ from ragcourt.schema import (
     SampleStatus,
 )
 from ragcourt.stores.records import RecordStore
-from typer.testing import CliRunner
 
 SAMPLES = [Sample(id=q, question=f"{q}?", metadata={"team": t}) for q, t in
            (("q1", "x"), ("q2", "x"), ("q3", "y"), ("q4", "y"))]

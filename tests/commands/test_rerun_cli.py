@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from ragcourt.cli import app
 from ragcourt.config import EvalConfig, Method
 from ragcourt.decomposers import SentenceDecomposer
@@ -22,7 +24,6 @@ from ragcourt.state import EvalContext
 from ragcourt.stores.records import RecordStore
 from ragcourt.summary import summarize
 from ragcourt.systems import Generation
-from typer.testing import CliRunner
 
 CONFIG = EvalConfig(methods=(Method.ELEMENTS, Method.QCARE), top_k=2)
 

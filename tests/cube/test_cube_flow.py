@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 from ragcourt.config import DimensionSpec, EvalConfig, JudgeSpec, Method
 from ragcourt.decomposers import SentenceDecomposer
 from ragcourt.metrics.cube import AnswerSet
@@ -160,8 +161,8 @@ def store(tmp_path: Path) -> RecordStore:
 
 
 def test_hand_computed_constants() -> None:
-    assert (R_REL, W_REL, W_Q) == pytest.approx((0.972272, 0.633496, 0.366504), abs=1e-6)
-    assert (WGT_J1, WGT_J2) == pytest.approx((0.550434, 0.484292), abs=1e-6)
+    assert pytest.approx((0.972272, 0.633496, 0.366504), abs=1e-6) == (R_REL, W_REL, W_Q)
+    assert pytest.approx((0.550434, 0.484292), abs=1e-6) == (WGT_J1, WGT_J2)
 
 
 async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tmp_path: Path) -> None:

@@ -8,13 +8,14 @@ import re
 from pathlib import Path
 
 from fakes.openai_server import ChatRequest, FakeOpenAIServer
+from typer.testing import CliRunner
+
 from ragcourt.cli import app
 from ragcourt.datasets import load_samples
 from ragcourt.question_sets import DOCUMENT_GAP_WARNING, pick_documents
 from ragcourt.schema import Chunk
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.vectors import VectorStore
-from typer.testing import CliRunner
 
 CORPUS = [
     Chunk(id="d1", title="Eiffel Tower", text="The Eiffel Tower was completed in 1889."),

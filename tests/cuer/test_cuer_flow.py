@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from ragcourt.config import DistractorPolicy, EvalConfig, JudgeSpec, Method, PerturbationSpec
 from ragcourt.decomposers import SentenceDecomposer
 from ragcourt.metrics import cuer

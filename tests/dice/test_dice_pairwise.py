@@ -8,6 +8,7 @@ import re
 
 import pytest
 from fakes.openai_server import CHAT_PATH, ChatRequest, FakeOpenAIServer, Reply
+
 from ragcourt.decision_tokens import decision_label_of_token, token_decision_probabilities
 from ragcourt.graphs.tournament import build_match_graph
 from ragcourt.jury import LLMJudge

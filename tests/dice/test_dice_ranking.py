@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 import pytest
+
 from ragcourt.metrics.dice import BaselineTier, Placement, TournamentMode, expected_score
 from ragcourt.ranking import RankSettings, load_answer_set, place_against_baselines, rank_systems, save_pool
 from ragcourt.schema import Check, CheckKind, Label, Sample, Verdict, VerdictStatus

@@ -48,6 +48,7 @@ from graph_fixtures import (
     fixture_system,
     make_context,
 )
+
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.schema import (
     LOOSE,

@@ -10,9 +10,10 @@ retriever's search_kwargs, and no element is there either -> document_gap.
 
 from __future__ import annotations
 
-import ragcourt
 from fakes.openai_server import FakeOpenAIServer
 from live_helpers import example_app, example_store, first_context_sentence, judge_builders
+
+import ragcourt
 from ragcourt.api import Workspace
 from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.schema import LOOSE, NORMAL, ElementStatus, SampleStatus

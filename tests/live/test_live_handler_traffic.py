@@ -12,8 +12,16 @@ import logging
 import random
 from concurrent.futures import ThreadPoolExecutor
 
-from fakes.openai_server import FakeOpenAIServer, FaultPlan, StatusFault, malformed_json, status_500, truncated
+from fakes.openai_server import (
+    FakeOpenAIServer,
+    FaultPlan,
+    StatusFault,
+    malformed_json,
+    status_500,
+    truncated,
+)
 from live_helpers import example_app, example_store, first_context_sentence, judge_builders
+
 from ragcourt.config import JudgeSpec
 from ragcourt.live import LiveEvaluator, live_config
 from ragcourt.schema import SampleDiagnostics, SampleStatus

@@ -21,6 +21,7 @@ from fakes.openai_server import (
 )
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
+
 from ragcourt.llm.cache import LLMCache, MemoryCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.factory import build_client

@@ -8,6 +8,7 @@ import pytest
 from fakes.scripted_model import ScriptedChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
+
 from ragcourt.llm.cache import MemoryCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.spec import StructuredMethod

@@ -10,6 +10,7 @@ import httpx2
 import openai
 import pytest
 from pydantic import BaseModel, ValidationError
+
 from ragcourt.llm.limits import EndpointLimiter, LimiterRegistry
 from ragcourt.llm.retry import RetryPolicy, call_with_retries, is_retryable, is_timeout, retry_after_s
 from ragcourt.llm.usage import UsageMeter

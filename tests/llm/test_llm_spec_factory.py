@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
+
 from ragcourt.llm.factory import MissingAPIKeyError, build_chat_model, build_client, chat_params
 from ragcourt.llm.spec import ModelSpec, Provider, StructuredMethod
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ragcourt.llm.local import (
     TEMPLATE_TOKENS_PER_MESSAGE,
     ContextOverflowError,

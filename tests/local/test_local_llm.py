@@ -26,6 +26,7 @@ pytest.importorskip(
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
+
 from ragcourt.decomposers import DecompositionKind, LLMDecomposer
 from ragcourt.jury import BinaryJudgements, LinkJudgements, LLMJudge
 from ragcourt.llm.client import LLMClient

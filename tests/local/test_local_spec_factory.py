@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
 from ragcourt.llm import local as local_module
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.local import LocalChatModel, LocalModelError, bundled_model_path, loaded_model_count

@@ -5,6 +5,11 @@ import statistics
 
 import numpy as np
 import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import confusion_matrix as sk_confusion_matrix
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
 from ragcourt.metrics.agreement import (
     accuracy,
     average_ranks,
@@ -16,10 +21,6 @@ from ragcourt.metrics.agreement import (
     pearson,
     spearman,
 )
-from scipy import stats
-from sklearn.metrics import cohen_kappa_score
-from sklearn.metrics import confusion_matrix as sk_confusion_matrix
-from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 SEEDS = [0, 1, 2, 3, 4]
 LABELS = ["A", "B", "Tie"]

@@ -3,6 +3,7 @@
 import math
 
 import pytest
+
 from ragcourt.metrics.cube import (
     AnswerSet,
     auto_weights,

@@ -1,6 +1,7 @@
 """CUE-R metrics (seed 004) against the official SQuAD / HotpotQA behaviour and hand-computed values."""
 
 import pytest
+
 from ragcourt.metrics.cuer import (
     Outcome,
     confidence_error,

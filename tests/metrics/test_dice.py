@@ -6,6 +6,7 @@ import random
 from collections import Counter
 
 import pytest
+
 from ragcourt.metrics.dice import (
     Baseline,
     BaselineTier,

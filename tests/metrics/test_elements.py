@@ -3,6 +3,7 @@
 import math
 
 import pytest
+
 from ragcourt.metrics.elements import (
     element_coverage,
     element_outcome,

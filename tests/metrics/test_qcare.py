@@ -5,6 +5,7 @@ import math
 
 import networkx as nx
 import pytest
+
 from ragcourt.metrics.qcare import (
     alignment_graph,
     alignment_graph_json,

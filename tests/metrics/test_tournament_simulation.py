@@ -31,6 +31,8 @@ import math
 import random
 from statistics import mean
 
+from scipy.stats import spearmanr
+
 from ragcourt.metrics.dice import (
     MatchResult,
     PlayedMatch,
@@ -39,7 +41,6 @@ from ragcourt.metrics.dice import (
     refit_ratings,
     run_tournament,
 )
-from scipy.stats import spearmanr
 
 SYSTEMS = [f"S{i}" for i in range(1, 9)]
 # logit strengths 1.0 ... -1.0: neighbours differ by 0.29 (a 57 % question win rate)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from langgraph.runtime import Runtime
+
 from ragcourt.config import EvalConfig, ReviewMode
 from ragcourt.nodes.reconciliation import (
     HUMAN_REVIEW,

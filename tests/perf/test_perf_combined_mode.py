@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from fakes.scripted_model import ScriptedChatModel, ScriptedRequest
+
 from ragcourt.combined_checks import COMBINABLE, context_segments, render_combined
 from ragcourt.jury import LLMJudge, SampleJudge
 from ragcourt.llm.client import LLMClient
@@ -161,4 +162,4 @@ def test_perf_context_segments_only_when_the_context_is_exactly_the_chunks() -> 
 
 
 def test_perf_every_alignment_kind_is_combinable_and_scores_are_not() -> None:
-    assert COMBINABLE == {k for k in CheckKind if k.is_binary}
+    assert {k for k in CheckKind if k.is_binary} == COMBINABLE

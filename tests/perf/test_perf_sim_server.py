@@ -15,6 +15,7 @@ from types import ModuleType
 import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
+
 from ragcourt import api
 from ragcourt.combined_checks import CombinedJudgements, read_labels, render_combined
 from ragcourt.config import Batching, EvalConfig, JudgeSpec

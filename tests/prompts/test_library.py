@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from ragcourt.prompts import library
 from ragcourt.prompts.library import (
     JUDGE_PROMPTS,

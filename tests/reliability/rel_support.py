@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fakes.openai_server import ChatRequest
+
 from ragcourt.prompts.library import parse_untrusted
 from ragcourt.schema import Chunk, Condition, Sample
 from ragcourt.systems import Generation, Generator

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
+
 from ragcourt import cli
 from ragcourt.stores.records import RecordStore
-from typer.testing import CliRunner
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
 RUNNER = CliRunner()

@@ -24,6 +24,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "graph"
 sys.path.insert(0, str(DATA))
 
 import run_many
+
 from ragcourt.schema import SampleDiagnostics, SampleStatus
 from ragcourt.stores.records import RecordStore
 

@@ -33,6 +33,8 @@ from fakes.openai_server import (
     status_500,
     truncated,
 )
+from rel_support import BUILDERS, ScriptedRetrievalLLMAnswer, blocks, first_prompt, texts
+
 from ragcourt.api import Models, Workspace, _context
 from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.llm.retry import DEFAULT_RETRY
@@ -40,7 +42,6 @@ from ragcourt.prompts.library import JUDGE_PROMPTS, load_prompt
 from ragcourt.runner import Runner
 from ragcourt.schema import CheckKind, SampleStatus, UnscoredReason, VerdictStatus
 from ragcourt.summary import summarize
-from rel_support import BUILDERS, ScriptedRetrievalLLMAnswer, blocks, first_prompt, texts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "graph"))
 from graph_fixtures import many_samples

@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from ragcourt.cli import app
 from ragcourt.runner import RunLock, RunLockedError
 from ragcourt.stores.records import RecordStore
-from typer.testing import CliRunner
 
 RUNNER = CliRunner()
 SAMPLE = {"id": "q1", "question": "Where is the Acme headquarters?", "contexts": [{"id": "c1", "text":

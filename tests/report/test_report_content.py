@@ -6,6 +6,7 @@ import re
 from html import unescape
 
 import pandas as pd
+
 from ragcourt.report.data import collect, judge_usage
 from ragcourt.report.export import export_tables, report_tables
 from ragcourt.report.html import render_report

@@ -4,6 +4,7 @@ the questions needing attention, and exports that refuse to cover only part of a
 from __future__ import annotations
 
 import pytest
+
 from ragcourt.report import html as report_html
 from ragcourt.report.data import collect, drill_down_ids, judge_usage
 from ragcourt.report.export import report_tables

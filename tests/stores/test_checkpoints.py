@@ -13,6 +13,7 @@ from typing import TypedDict
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
+
 from ragcourt.schema import Chunk, Label, Sample, Verdict, VerdictStatus
 from ragcourt.stores.checkpoints import async_sqlite_saver, schema_types, serializer, sqlite_saver
 

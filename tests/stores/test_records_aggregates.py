@@ -11,6 +11,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from ragcourt.report.data import tally_verdicts
 from ragcourt.schema import (
     NORMAL,

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
+
 from ragcourt.schema import Chunk
 from ragcourt.stores.embeddings import EmbeddingKind, HashingEmbedding, MiniLMEmbedding, make_embedding
 from ragcourt.stores.vectors import CollectionNotFoundError, VectorStore

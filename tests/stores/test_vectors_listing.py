@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from ragcourt.schema import Chunk
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.vectors import CollectionNotFoundError, VectorStore

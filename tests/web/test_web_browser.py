@@ -7,11 +7,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from web_support import PAYLOAD, RUN_ID, chromium, desk_server, free_port, make_payload_run, needs_chromium
+
 from ragcourt.api import Workspace
 from ragcourt.report.html import write_report
 from ragcourt.schema import Label, ReconcileMethod, ReviewAction
 from ragcourt.web.app import DeskSettings
-from web_support import PAYLOAD, RUN_ID, chromium, desk_server, free_port, make_payload_run, needs_chromium
 
 pytestmark = needs_chromium
 

@@ -6,6 +6,8 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from web_support import make_payload_run
+
 from ragcourt.api import Workspace
 from ragcourt.schema import (
     Check,
@@ -21,7 +23,6 @@ from ragcourt.web.app import DeskSettings, create_app
 from ragcourt.web.desk import Choice, DecisionError, make_review
 from ragcourt.web.highlight import highlight, spans, terms
 from ragcourt.web.security import AccessPolicy, ServeRefused, same_origin
-from web_support import make_payload_run
 
 TOKEN = "t0ken-that-is-long-enough"
 

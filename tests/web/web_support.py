@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+
 from ragcourt.api import evaluate
 from ragcourt.config import EvalConfig, JudgeSpec
 from ragcourt.schema import Chunk, Sample
