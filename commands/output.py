@@ -55,9 +55,6 @@ def print_summary(summary: RunSummary) -> None:
         table.add_row(row.name, "n/a" if row.mean is None else f"{row.mean:.3f}", str(row.n_samples),
                       str(row.n_na), str(row.n_unscored), str(row.n_escalated))
     console.print(table)
-    if summary.element_shares:
-        shares = ", ".join(f"{k} {v:.0%}" for k, v in summary.element_shares.items())
-        console.print(f"element gaps: {shares}  (document_gap means 'documents doubtful': a suspicion, not proof)")
 
 
 def print_element_diagnosis(store: RecordStore, run_id: str) -> None:

@@ -14,7 +14,7 @@ def test_demo_streams_lines_and_leaves_a_readable_store(tmp_path):
     result = CliRunner().invoke(app, ["demo", "--home", str(tmp_path), "--questions", "3"])
     assert result.exit_code == 0, result.output
     assert result.output.count("✓") == 3  # one streamed line per finished question
-    assert "element gaps:" in result.output and "ragcourt review" in result.output
+    assert "gap shares" in result.output and "ragcourt review" in result.output
 
     store = Workspace(tmp_path).open_store()
     try:
