@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import random
@@ -431,6 +432,19 @@ def _is_power_of_ten(n: int) -> bool:
 # --------------------------------------------------------------------------- the LangChain callback handler
 
 
+
+def _never_into_the_app(method: Callable[..., None]) -> Callable[..., None]:
+    """A callback catches its own exceptions and counts them: nothing it does may raise into the app."""
+
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            method(self, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - never into the app
+            self.evaluator._count("handler_errors")
+
+    return guarded
+
 class LiveCallbackHandler(BaseCallbackHandler):
     """Captures question, retrieved documents and answer of each sampled request; see the module docstring.
 
@@ -476,69 +490,51 @@ class LiveCallbackHandler(BaseCallbackHandler):
                 self._root_of[run_id] = root
                 self._requests[root].children.append(run_id)
 
+    @_never_into_the_app
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: uuid.UUID,
                        parent_run_id: uuid.UUID | None = None, **kwargs: Any) -> None:
-        try:
-            if parent_run_id is not None:
-                self._child_started(run_id, parent_run_id)
-            elif self.evaluator.decide_sampling():
-                with self._lock:
-                    self._requests[run_id] = _Request(question=self._question(inputs))
-        except Exception:  # noqa: BLE001 - never into the app
-            self.evaluator._count("handler_errors")
+        if parent_run_id is not None:
+            self._child_started(run_id, parent_run_id)
+        elif self.evaluator.decide_sampling():
+            with self._lock:
+                self._requests[run_id] = _Request(question=self._question(inputs))
 
-    def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *, run_id: uuid.UUID,
-                      parent_run_id: uuid.UUID | None = None, **kwargs: Any) -> None:
-        try:
-            if parent_run_id is not None:
-                self._child_started(run_id, parent_run_id)
-        except Exception:  # noqa: BLE001
-            self.evaluator._count("handler_errors")
-
+    @_never_into_the_app
     def on_retriever_start(self, serialized: dict[str, Any] | None, query: str, *, run_id: uuid.UUID,
                            parent_run_id: uuid.UUID | None = None, **kwargs: Any) -> None:
-        try:
-            if parent_run_id is not None:
-                self._child_started(run_id, parent_run_id)
-        except Exception:  # noqa: BLE001
-            self.evaluator._count("handler_errors")
+        if parent_run_id is not None:
+            self._child_started(run_id, parent_run_id)
 
+    on_tool_start = on_retriever_start  # a tool inside a sampled request is a child run like a retriever
+
+    @_never_into_the_app
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: uuid.UUID,
                          parent_run_id: uuid.UUID | None = None, **kwargs: Any) -> None:
-        try:
-            with self._lock:
-                root = self._root_of.get(run_id)
-                if root is not None:
-                    self._requests[root].documents.extend(documents)
-        except Exception:  # noqa: BLE001
-            self.evaluator._count("handler_errors")
+        with self._lock:
+            root = self._root_of.get(run_id)
+            if root is not None:
+                self._requests[root].documents.extend(documents)
 
+    @_never_into_the_app
     def on_chain_end(self, outputs: Any, *, run_id: uuid.UUID, parent_run_id: uuid.UUID | None = None,
                      **kwargs: Any) -> None:
         if parent_run_id is not None:
             return
+        request = self._pop(run_id)
+        if request is None:
+            return
+        captured = None
         try:
-            request = self._pop(run_id)
-            if request is None:
-                return
-            captured = None
-            try:
-                captured = self._capture(run_id, request, outputs, kwargs.get("inputs"))
-            except Exception:  # noqa: BLE001 - an output we cannot read is uncapturable, not an app error
-                self.evaluator._count("handler_errors")
-            self.evaluator.request_finished(captured)
-        except Exception:  # noqa: BLE001
+            captured = self._capture(run_id, request, outputs, kwargs.get("inputs"))
+        except Exception:  # noqa: BLE001 - an output we cannot read is uncapturable, not an app error
             self.evaluator._count("handler_errors")
+        self.evaluator.request_finished(captured)
 
+    @_never_into_the_app
     def on_chain_error(self, error: BaseException, *, run_id: uuid.UUID, parent_run_id: uuid.UUID | None = None,
                        **kwargs: Any) -> None:
-        if parent_run_id is not None:
-            return
-        try:
-            if self._pop(run_id) is not None:
-                self.evaluator.request_finished(None, app_failed=True)
-        except Exception:  # noqa: BLE001
-            self.evaluator._count("handler_errors")
+        if parent_run_id is None and self._pop(run_id) is not None:
+            self.evaluator.request_finished(None, app_failed=True)
 
     def _pop(self, run_id: uuid.UUID) -> _Request | None:
         with self._lock:

@@ -132,6 +132,16 @@ class _Table:
         return (*given, *(get(record) for get in self.columns.values()), record.model_dump_json())
 
 
+
+def _per_condition(name: str) -> _Table:
+    """A run's records with one row per sample and condition (retrievals, answers)."""
+    return _Table(
+        name,
+        key=("run_id", "sample_id", "condition"),
+        columns={"run_id": lambda r: r.run_id, "sample_id": lambda r: r.sample_id,
+                 "condition": lambda r: r.condition.key},
+    )
+
 _TABLES: dict[type[Record], _Table] = {
     RunInfo: _Table(
         "runs",
@@ -142,24 +152,8 @@ _TABLES: dict[type[Record], _Table] = {
     Sample: _Table(
         "samples", key=("run_id", "sample_id"), columns={"sample_id": lambda s: s.id}, given=("run_id",)
     ),
-    Retrieval: _Table(
-        "retrievals",
-        key=("run_id", "sample_id", "condition"),
-        columns={
-            "run_id": lambda r: r.run_id,
-            "sample_id": lambda r: r.sample_id,
-            "condition": lambda r: r.condition.key,
-        },
-    ),
-    Answer: _Table(
-        "answers",
-        key=("run_id", "sample_id", "condition"),
-        columns={
-            "run_id": lambda a: a.run_id,
-            "sample_id": lambda a: a.sample_id,
-            "condition": lambda a: a.condition.key,
-        },
-    ),
+    Retrieval: _per_condition("retrievals"),
+    Answer: _per_condition("answers"),
     Decomposition: _Table(
         "decompositions",
         key=("id",),
