@@ -50,12 +50,19 @@ def print_ranking(report: RankingReport) -> None:
     table = Table(title=f"DICE {result.mode} tournament: {result.n_matches} matches "
                   f"(round robin: {all_pairs}), {len(result.rounds)} rounds, {n_systems} systems, "
                   f"{len(report.questions)} questions per match, K={result.k:g}, seed {result.seed}")
-    for column in ("rank", "system", "Elo", "95% CI (bootstrap over questions)", "W", "T", "L", "matches", "byes"):
+    refit = result.refitted.ratings or {}
+    for column in ("rank", "system", "Elo", "95% CI (bootstrap over questions)", "refit Elo", "W", "T", "L",
+                   "matches", "byes"):
         table.add_column(column)
     for rank, s in enumerate(result.standings, start=1):
+        refit_elo = f"{refit[s.system]:.1f}" if s.system in refit else "n/a"
         table.add_row(str(rank), escape(s.system), f"{s.elo:.1f}", _ci(s.elo_ci.low, s.elo_ci.high, s.elo_ci.na_reason),
-                      str(s.wins), str(s.ties), str(s.losses), str(s.matches), str(s.byes))
+                      refit_elo, str(s.wins), str(s.ties), str(s.losses), str(s.matches), str(s.byes))
     console.print(table)
+    # The seed ranks by the Elo after the last round; the refit (the ratings the seed's update settles on over
+    # every played match) uses the same evidence better when matches are few (metrics.dice.refit_ratings).
+    if result.refitted.ratings is None:
+        console.print(f"refit Elo: n/a ({result.refitted.na_reason})")
     _print_footer(report.probability_sources, report.position_bias, report.unscored_questions,
                   report.calls.asked, report.calls.reused)
     if report.dropped_questions:
