@@ -258,6 +258,10 @@ def items_from_store(
     for label in labels:
         by_check.setdefault(label.check_id, []).append(label)
     checks = store.get_checks(list(by_check))
+    unknown = [i for i in by_check if i not in {c.id for c in checks}]
+    if unknown:  # a label that silently vanished would shrink n without a word
+        raise ValueError(f"{sum(len(by_check[i]) for i in unknown)} labels name checks not in the store "
+                         f"(first: {unknown[0]})")
     verdicts = store.get_verdicts([c.id for c in checks])
     found = list(dict.fromkeys(v.judge_id for v in verdicts))
     judges = list(judge_ids) if judge_ids else found

@@ -31,6 +31,7 @@ from ragcourt.report.method_charts import write_method_charts
 from ragcourt.rescore import rescore_run
 from ragcourt.runner import RunLockedError, Runner
 from ragcourt.schema import (
+    CheckKind,
     Chunk,
     Label,
     Reconciled,
@@ -52,6 +53,7 @@ from ragcourt.tables import (
     cube_warnings,
     cuer_frame,
 )
+from ragcourt.web.desk import labels_for
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")
@@ -210,7 +212,7 @@ def index(
     except DatasetError as error:
         fail(str(error))
     seconds = index_chunks(Workspace(home), collection, chunks)
-    console.print(f"indexed {len(chunks)} chunks into '{collection}' in {seconds:.1f}s")
+    console.print(escape(f"indexed {len(chunks)} chunks into '{collection}' in {seconds:.1f}s"))
 
 
 def _corpus(path: Path) -> list[Chunk]:
@@ -232,7 +234,7 @@ def run(
     method: Annotated[list[Method] | None, typer.Option(help="repeatable; default from config")] = None,
     collection: Annotated[str, typer.Option(help="chromadb collection of the reference system")] = HOTPOTQA_COLLECTION,
     run_id: Annotated[str | None, typer.Option(help="re-use an id to resume a run")] = None,
-    limit: Annotated[int | None, typer.Option(help="only the first N samples")] = None,
+    limit: Annotated[int | None, typer.Option(help="only the first N samples", min=1)] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Evaluate a dataset; streams one line per finished question."""
@@ -263,7 +265,7 @@ def run(
         fail(f"unknown system '{system}' (use reference or precomputed)")
     run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system)[:10]}"
     _evaluate(workspace, config, make_system, samples, run_id, str(dataset), collection_used)
-    console.print(f"run {run_id}: {workspace.run_dir(run_id)}")
+    console.print(escape(f"run {run_id}: {workspace.run_dir(run_id)}"))
 
 
 def _samples(path: Path) -> list[Sample]:
@@ -305,6 +307,8 @@ def review(
 ) -> None:
     """Walk the run's pending escalations in the terminal; decisions override the jury."""
     store = _existing_store(home)
+    if store.get_run(run_id) is None:
+        fail(f"no run '{run_id}' in {Workspace(home).store_path}")
     pending = store.pending_escalations(run_id)
     if not pending:
         console.print("no pending escalations")
@@ -320,17 +324,18 @@ def review(
 
 def _review_one(store: RecordStore, run_id: str, rec: Reconciled, reviewer: str, number: int, total: int) -> bool:
     check = store.get_checks([rec.check_id])[0]
-    console.rule(f"{number}/{total}  {check.kind}  sample {check.sample_id}  ({rec.escalation_reason})")
+    console.rule(escape(f"{number}/{total}  {check.kind}  sample {check.sample_id}  ({rec.escalation_reason})"))
     console.print(f"[bold]question:[/bold] {escape(check.question)}")
     console.print(f"[bold]subject:[/bold] {escape(check.subject_text)}")
     console.print(f"[bold]evidence ({escape(check.target_id)}):[/bold] {escape(check.target_text[:1500])}")
     for verdict in store.get_verdicts([check.id]):
-        decision = verdict.label or verdict.score or f"unscored ({verdict.unscored_reason})"
+        decision = (verdict.label if verdict.label is not None else verdict.score if verdict.score is not None
+                    else f"unscored ({verdict.unscored_reason})")
         console.print(f"  judge {escape(verdict.judge_id)}: {decision}  {escape(verdict.rationale)}")
     answer = typer.prompt("decision", default="s").strip()
     if answer == "q":
         return False
-    action, label, score = _parse_decision(answer, rec)
+    action, label, score = _parse_decision(answer, rec, check.kind)
     if action is None:
         console.print("[yellow]not understood; skipped[/yellow]")
         action = ReviewAction.SKIP
@@ -339,7 +344,8 @@ def _review_one(store: RecordStore, run_id: str, rec: Reconciled, reviewer: str,
     return True
 
 
-def _parse_decision(answer: str, rec: Reconciled) -> tuple[ReviewAction | None, Label | None, float | None]:
+def _parse_decision(answer: str, rec: Reconciled,
+                    kind: CheckKind) -> tuple[ReviewAction | None, Label | None, float | None]:
     if answer == "s":
         return ReviewAction.SKIP, None, None
     if answer == "a":
@@ -347,9 +353,9 @@ def _parse_decision(answer: str, rec: Reconciled) -> tuple[ReviewAction | None, 
             return None, None, None
         return ReviewAction.ACCEPT, rec.label, rec.score
     labels = {"y": Label.YES, "n": Label.NO, "A": Label.A, "B": Label.B, "T": Label.TIE}
-    if answer in labels:
+    if answer in labels and labels[answer] in labels_for(kind):  # the desk's rule: a decision fits the check
         return ReviewAction.OVERRIDE, labels[answer], None
-    if answer.isdigit() and 0 <= int(answer) <= 10:
+    if kind is CheckKind.DIMENSION_SCORE and answer.isdigit() and 0 <= int(answer) <= 10:
         return ReviewAction.OVERRIDE, None, float(answer)
     return None, None, None
 

@@ -2,7 +2,8 @@
 
 The per-sample graph is replayed with the run's stored configuration: retrievals, answers, decompositions
 and verdicts come back from the store, reconciliation picks up the latest reviews, and the scorer writes
-fresh diagnostics. A replay system refuses any call, so nothing can silently reach a model.
+fresh diagnostics. A replay system refuses any call, and replay judges and decomposer give back only what
+was stored, so nothing can silently reach a model.
 """
 
 from __future__ import annotations
@@ -14,8 +15,20 @@ from pathlib import Path
 
 from ragcourt.api import Models, _context
 from ragcourt.config import EvalConfig
+from ragcourt.decomposers import Decomposer, Split
 from ragcourt.runner import Runner
-from ragcourt.schema import Chunk, Condition, Sample, SampleDiagnostics
+from ragcourt.schema import (
+    Check,
+    CheckKind,
+    Chunk,
+    Condition,
+    DecompositionKind,
+    Sample,
+    SampleDiagnostics,
+    UnscoredReason,
+    Verdict,
+    VerdictStatus,
+)
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ConditionUnavailable, Generation
 
@@ -33,12 +46,48 @@ class ReplaySystem:
         raise ConditionUnavailable(f"replay: no stored answer for {condition.key}")
 
 
+@dataclass
+class ReplayJudge:
+    """Stands where a judge was: gives back its stored verdicts, a transient failure included, and never asks
+    a model (the judge node asks a judge again for timed-out checks; a replay must not)."""
+
+    judge_id: str
+    store: RecordStore
+
+    async def judge(self, kind: CheckKind, checks: Sequence[Check]) -> list[Verdict]:
+        stored = {v.check_id: v for v in await self.store.aget_verdicts([c.id for c in checks], self.judge_id)}
+        return [stored.get(c.id) or Verdict(
+            check_id=c.id, judge_id=self.judge_id, status=VerdictStatus.UNSCORED,
+            unscored_reason=UnscoredReason.ERROR, detail="replay: this judge gave no verdict in the original run",
+        ) for c in checks]
+
+
+@dataclass
+class ReplayDecomposer:
+    """Stands where the decomposer was: stored splits are found under its model and prompt hash; a split the
+    original run could not make stays unmade."""
+
+    original: Decomposer
+
+    @property
+    def model_id(self) -> str:
+        return self.original.model_id
+
+    def prompt_hash(self, kind: DecompositionKind) -> str:
+        return self.original.prompt_hash(kind)
+
+    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+        return Split(items=(), status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.ERROR)
+
+
 async def arescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[SampleDiagnostics]:
     run = store.get_run(run_id)
     if run is None:
         raise LookupError(f"no run '{run_id}' in the store")
     config = EvalConfig.model_validate(run.config)
     context = _context(config, ReplaySystem(run.system), store, Models(config, store), None, None)
+    context.judges = [ReplayJudge(judge.judge_id, store) for judge in context.judges]
+    context.decomposer = ReplayDecomposer(context.decomposer)
     runner = Runner(context, run_id, run_dir)
     return [d async for d in runner.astream(store.get_samples(run_id), rescore=True)]
 

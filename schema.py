@@ -305,6 +305,8 @@ class Check(Record):
 
     @model_validator(mode="after")
     def _content_address(self) -> Check:
+        # subject_id is not hashed: the same text is one check wherever it comes from (an unchanged element
+        # of an edited reference keeps its verdicts); consumers look decisions up by subject text.
         parts = [
             "check", self.kind, self.sample_id, self.condition.key, self.subject_text,
             self.target_id, self.target_text, self.question, self.dimension, self.reference,
@@ -383,6 +385,12 @@ class Review(Record):
     accepted_judge: str | None = None
     comment: str = ""
     created_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _decision_needs_a_value(self) -> Review:
+        if self.action is not ReviewAction.SKIP and self.label is None and self.score is None:
+            raise ValueError(f"a review that will {self.action} a check needs a label or a score")
+        return self
 
 
 # --------------------------------------------------------------------------- outputs

@@ -76,7 +76,7 @@ def context_ids(chunks: Sequence[Chunk]) -> list[str]:
 def render_chunks(chunks: Sequence[Chunk]) -> str:
     blocks = []
     for shown_id, chunk in zip(context_ids(chunks), chunks, strict=True):
-        title = f" title: {chunk.title}" if chunk.title else ""
+        title = f" title: {untrusted(chunk.title, 'TITLE')}" if chunk.title else ""  # corpus text: untrusted too
         blocks.append(f"[{shown_id}]{title}\n{untrusted(chunk.text, 'CHUNK')}")
     return "\n\n".join(blocks) if blocks else "(no context)"
 

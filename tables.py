@@ -36,9 +36,9 @@ class Unavailable:
 def gold_rank(sample: Sample, chunks: tuple) -> int:
     """1-based rank of the first gold document in the normal retrieval, 0 when none was retrieved."""
     gold_ids = {d.id for d in sample.gold_documents}
-    for chunk in chunks:
+    for position, chunk in enumerate(chunks, start=1):
         if chunk.id in gold_ids or (chunk.title is not None and chunk.title in sample.gold_titles):
-            return chunk.rank or 0
+            return chunk.rank or position  # an unranked chunk is ranked by where it was retrieved
     return 0
 
 

@@ -38,8 +38,8 @@ def _value(metric: MetricValue, interval: ConfidenceInterval | None = None) -> s
 
 
 def print_calibration(report: KindCalibration) -> None:
-    title = (f"{report.kind}: {report.n_items} items; annotators: {', '.join(report.annotators) or 'none'}; "
-             "95% bootstrap intervals over items")
+    title = escape(f"{report.kind}: {report.n_items} items; annotators: {', '.join(report.annotators) or 'none'}; "
+                   "95% bootstrap intervals over items")
     if report.agreements or report.ceiling:
         table = Table(title=title)
         for column in ("rater", "reference", "n", "unscored", "accuracy", "Cohen's kappa"):
@@ -117,6 +117,8 @@ def calibrate_command(
             print_calibration(report)
     except ValueError as error:
         _fail(str(error))
+    except OSError as error:  # a missing or unreadable labels file
+        _fail(f"{error.filename}: {error.strerror}")
     finally:
         store.close()
 

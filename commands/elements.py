@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ragcourt.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.commands.output import Home, console
@@ -41,9 +42,10 @@ def export_elements(
         lines = export_lines(store, Models(config, store).decomposer(), store.get_samples(run_id))
     write_lines(lines, out)
     missing = sum(1 for line in lines if not line.elements)
-    console.print(f"wrote {len(lines)} element lists to {out} ({sum(len(x.elements) for x in lines)} elements, "
-                  f"{sum(x.edited for x in lines)} already edited, {sum(len(x.pointer_elements) for x in lines)} "
-                  f"flagged as pointers, {missing} with no stored split)")
+    console.print(escape(f"wrote {len(lines)} element lists to {out} ({sum(len(x.elements) for x in lines)} "
+                         f"elements, {sum(x.edited for x in lines)} already edited, "
+                         f"{sum(len(x.pointer_elements) for x in lines)} flagged as pointers, {missing} with no "
+                         "stored split)"))
     console.print("edit the 'elements' lists (delete, merge, rewrite); keep every other field as it is")
 
 
@@ -61,7 +63,7 @@ def import_elements(
         result = import_lines(store, lines)
     console.print(f"{len(result.changed)} element lists stored as edited, {len(result.unchanged)} unchanged")
     if result.sample_ids:
-        console.print(f"samples with a changed list: {', '.join(result.sample_ids)}")
+        console.print(escape(f"samples with a changed list: {', '.join(result.sample_ids)}"))
         console.print("next: [bold]ragcourt rerun --changed RUN[/bold] evaluates only these samples again")
 
 

@@ -16,7 +16,7 @@ from ragcourt.commands.output import Home, console
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, load_config
 from ragcourt.datasets import DatasetError
-from ragcourt.noise import DEFAULT_METRIC, PAIRED_BAND, compare_frame, noise_frame, repeat_sds
+from ragcourt.noise import DEFAULT_METRIC, PAIRED_BAND, compare_frame, metric_names, noise_frame, repeat_sds
 from ragcourt.runner import Runner
 from ragcourt.schema import Decomposition, DecompositionKind, Sample, SampleDiagnostics, content_id
 from ragcourt.stores.records import RecordStore
@@ -41,7 +41,7 @@ def _cell(value: object) -> str:
 
 def _print_frame(title: str, frame: pd.DataFrame, columns: dict[str, str]) -> None:
     """The chosen columns (frame column -> header); n/a reasons as numbered notes under the table."""
-    table = Table(title=title)
+    table = Table(title=escape(title))
     for header in (*columns.values(), "note"):
         table.add_column(header)
     notes: dict[str, int] = {}
@@ -130,6 +130,10 @@ def noise(
         with _open(home) as store:
             first, second = _diagnostics(store, run_a), _diagnostics(store, str(run_b))
             samples = store.get_samples(run_a)
+    present = set(metric_names(first)) | set(metric_names(second))
+    for name in metrics:
+        if name not in present:
+            _fail(f"metric '{name}' is in neither run (their metrics: {', '.join(sorted(present)) or 'none'})")
     for name in metrics:
         frame = noise_frame(first, second, samples, name, by)
         _print_frame(f"run-to-run noise of {name}: band = 1.96 x sd / sqrt(n); a change of a mean inside "

@@ -46,7 +46,7 @@ def _cell(value: object) -> str:
 
 
 def print_summary(summary: RunSummary) -> None:
-    table = Table(title=f"run {summary.run_id}: {summary.n_samples} samples ({summary.n_failed} failed), "
+    table = Table(title=f"run {escape(summary.run_id)}: {summary.n_samples} samples ({summary.n_failed} failed), "
                   f"{summary.n_checks} checks, {summary.n_unscored} unscored verdicts, "
                   f"{summary.n_escalated} escalated ({summary.n_pending} awaiting review)")
     for column in ("metric", "mean", "samples", "n/a", "unscored checks", "escalated checks"):

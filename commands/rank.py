@@ -74,7 +74,7 @@ def _print_footer(sources: dict, bias: dict[str, tuple[int, int]], unscored: int
     shown = ", ".join(f"{source}: {n}" for source, n in sources.items())
     console.print(f"question probabilities from {shown} (logprobs of the decision token when every judge gave "
                   "them, else the jury's votes)")
-    flags = ", ".join(f"{j} {f}/{d}" for j, (f, d) in bias.items())
+    flags = ", ".join(f"{escape(j)} {f}/{d}" for j, (f, d) in bias.items())
     console.print(f"position bias (orders disagree -> Tie), per judge, flagged/decided pairs: {flags}")
     console.print(f"questions without any scored decision (left out): {unscored}; "
                   f"judge verdicts asked: {asked}, reused from the store: {reused}")
@@ -82,7 +82,7 @@ def _print_footer(sources: dict, bias: dict[str, tuple[int, int]], unscored: int
 
 def print_tiers(report: TierReport) -> None:
     position = report.position
-    table = Table(title=f"{report.system} against the baseline tiers ({report.n_questions} questions, both orders)")
+    table = Table(title=f"{escape(report.system)} against the baseline tiers ({report.n_questions} questions, both orders)")
     for column in ("tier", "baseline", "baseline Elo", "question W", "T", "L", "score share", "match"):
         table.add_column(column)
     for record in position.records:
@@ -156,7 +156,7 @@ def rank(
         if save_baselines is not None:
             pool = save_pool(save_baselines, report, answer_sets)
             tiers = ", ".join(f"{e.tier}: {e.name} ({e.rating:.1f})" for e in pool.tiered())
-            console.print(f"baseline pool saved in {save_baselines}: {tiers}")
+            console.print(escape(f"baseline pool saved in {save_baselines}: {tiers}"))
     except ValueError as error:
         _fail(str(error))
     finally:

@@ -27,7 +27,10 @@ PRECOMPUTED, REFERENCE = "precomputed", "reference"
 
 
 def _read_samples(path: Path) -> list[Sample]:
-    head = path.open("rb").read(4000)
+    try:
+        head = path.open("rb").read(4000)
+    except OSError as error:  # a missing or unreadable file: the loaders' message, not a traceback
+        raise DatasetError(path, f"cannot read file: {error.strerror or error}") from None
     if b'"question_text"' in head and b'"contexts"' in head:
         return list(load_hotpotqa(path).samples)
     return list(load_samples(path).samples)
@@ -44,10 +47,10 @@ def _system(kind: str, workspace: Workspace, models: Models, collection: str | N
 
 def _print_result(result: RerunResult) -> None:
     plan = result.plan
-    console.print(f"new run {result.run.run_id} (base {result.run.base_run}, created "
-                  f"{result.run.created_at:%Y-%m-%d %H:%M:%S} UTC): {len(plan.changed)} rows re-run, "
-                  f"{len(result.copied)} rows copied from the base run"
-                  + (f", {len(plan.dropped)} base rows not in the dataset (left out)" if plan.dropped else ""))
+    console.print(escape(f"new run {result.run.run_id} (base {result.run.base_run}, created "
+                         f"{result.run.created_at:%Y-%m-%d %H:%M:%S} UTC): {len(plan.changed)} rows re-run, "
+                         f"{len(result.copied)} rows copied from the base run"
+                         + (f", {len(plan.dropped)} base rows not in the dataset (left out)" if plan.dropped else "")))
     if not plan.changed:
         return
     table = Table(title="re-run rows")
@@ -57,7 +60,7 @@ def _print_result(result: RerunResult) -> None:
     for change in plan.changed:
         row = finished.get(change.sample_id)
         when = f"{row.created_at:%Y-%m-%d %H:%M:%S}" if row else "not finished"
-        table.add_row(change.sample_id, "; ".join(change.reasons), when, str(row.status) if row else "-")
+        table.add_row(escape(change.sample_id), escape("; ".join(change.reasons)), when, str(row.status) if row else "-")
     console.print(table)
 
 
@@ -108,7 +111,7 @@ def rerun(
         print_summary(summarize(store, result.run.run_id))
         for line in element_diagnosis_lines(store.get_diagnostics(result.run.run_id)):
             console.print(escape(line))
-        console.print(f"run directory: {workspace.run_dir(result.run.run_id)}")
+        console.print(escape(f"run directory: {workspace.run_dir(result.run.run_id)}"))
     finally:
         store.close()
 

@@ -30,7 +30,7 @@ def serve(
     try:
         app = create_app(DeskSettings(home=home, run_id=run_id, host=host, port=port, token=token,
                                       reviewer=reviewer))
-    except (ServeRefused, FileNotFoundError) as error:
+    except (ServeRefused, FileNotFoundError, LookupError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from None
     shown = f"[{host}]" if ":" in host else host

@@ -21,5 +21,7 @@ async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -
     split = await frozen_split(
         ctx.store, ctx.decomposer, DecompositionKind.CLAIMS, answer.text, state["sample"].question
     )
+    if split.status is not VerdictStatus.OK:  # unknown claims, not an answer without claims: the scorer says n/a
+        return {}
     claims = tuple(Claim(id=content_id(split.id, i, text), text=text, index=i) for i, text in enumerate(split.items))
     return {"claims": {NORMAL.key: claims}}

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from ragcourt.config import Method
 from ragcourt.decomposers import frozen_split
 from ragcourt.metrics.elements import is_pointer_element
-from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, content_id
+from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, VerdictStatus, content_id
 from ragcourt.state import EvalContext, SampleState
 
 
@@ -23,12 +23,13 @@ async def decompose_inputs(state: SampleState, runtime: Runtime[EvalContext]) ->
         _split(ctx, DecompositionKind.SUBQUERIES, sample.question, sample.question, wants_subqueries),
         _split(ctx, DecompositionKind.ELEMENTS, sample.reference_answer or "", sample.question, wants_elements),
     )
-    if subquery_split is not None:
+    # A failed split sets nothing: the scorer reports its metrics n/a instead of leaving them out.
+    if subquery_split is not None and subquery_split.status is VerdictStatus.OK:
         update["subqueries"] = tuple(
             SubQuery(id=content_id(subquery_split.id, i, text), text=text, index=i)
             for i, text in enumerate(subquery_split.items)
         )
-    if element_split is not None:
+    if element_split is not None and element_split.status is VerdictStatus.OK:
         elements = tuple(
             Element(id=content_id(element_split.id, i, text), text=text, index=i)
             for i, text in enumerate(element_split.items)

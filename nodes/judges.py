@@ -62,7 +62,8 @@ async def judge(task: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
             if isinstance(jury_member, SampleJudge) and len({c.kind for c in missing}) > 1:
                 fresh = await jury_member.judge_sample(missing)
             else:
-                fresh = await jury_member.judge(task["kind"], missing)
+                # missing[0]'s kind, not the task's: a resumed combined batch may have only another kind left
+                fresh = await jury_member.judge(missing[0].kind, missing)
         except Exception as error:  # a judge must never take the run down: record why it gave nothing
             reason = UnscoredReason.TIMEOUT if isinstance(error, TimeoutError) else UnscoredReason.ERROR
             fresh = [

@@ -38,7 +38,10 @@ HUMAN_REVIEW, SCORE, RETRIEVE = "human_review", "score", "retrieve_perturb"
 def reconcile_check(
     run_id: str, check: Check, verdicts: Sequence[Verdict], config: EvalConfig, review: Review | None = None
 ) -> Reconciled:
-    scored = [v for v in verdicts if v.scored]
+    # A verdict counts only when it carries what the kind needs (a score for dimensions, else a label):
+    # a judge that gave the wrong field has not decided this check.
+    wanted = "score" if check.kind is CheckKind.DIMENSION_SCORE else "label"
+    scored = [v for v in verdicts if v.scored and getattr(v, wanted) is not None]
     base = {"run_id": run_id, "check_id": check.id, "kind": check.kind, "sample_id": check.sample_id,
             "n_scored": len(scored), "n_unscored": len(verdicts) - len(scored)}
     if review is not None and review.action is not ReviewAction.SKIP:

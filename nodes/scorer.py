@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
+from ragcourt.config import Method
 from ragcourt.metrics import cuer, qcare
 from ragcourt.metrics.elements import element_coverage, element_outcome
 from ragcourt.metrics.values import Decision, MetricName, not_available
@@ -40,6 +41,7 @@ ELEMENT_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER)
 # Per sample, when the pointer rule is on: how many elements it left out (n: elements before the rule).
 POINTER_ELEMENTS_DROPPED = "pointer_elements_dropped"
 UNKNOWN_CHUNKS = "the retrieved chunks are unknown"  # start of the n/a reason when the retrieval is not shown
+SPLIT_FAILED = "the {what} could not be split into {units} (the decomposer gave no scored split)"
 
 
 class Decisions:
@@ -49,7 +51,8 @@ class Decisions:
         self._by_key: dict[tuple[CheckKind, str, str, str], Reconciled] = {}
         for check in checks:
             if check.id in reconciled:
-                key = (check.kind, check.subject_id, check.target_id, check.condition.key)
+                # By subject text: identical texts (two equal claims) share one content-addressed check.
+                key = (check.kind, check.subject_text, check.target_id, check.condition.key)
                 self._by_key[key] = reconciled[check.id]
 
     def get(self, kind: CheckKind, subject: str, target: str, condition: str = NORMAL.key) -> Decision:
@@ -70,17 +73,24 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
     if not subqueries:
         return [], None, [], []
     kind = CheckKind
-    covers = [[decisions.get(kind.SUBQUERY_IN_CHUNK, sq.id, c.id) for sq in subqueries] for c in chunks]
-    serves = [[decisions.get(kind.CLAIM_SERVES_SUBQUERY, cl.id, sq.id) for sq in subqueries] for cl in claims]
-    supports = [[decisions.get(kind.CLAIM_SUPPORTED, cl.id, c.id) for c in chunks] for cl in claims]
+    covers = [[decisions.get(kind.SUBQUERY_IN_CHUNK, sq.text, c.id) for sq in subqueries] for c in chunks]
+    serves = [[decisions.get(kind.CLAIM_SERVES_SUBQUERY, cl.text, sq.id) for sq in subqueries] for cl in claims]
+    supports = [[decisions.get(kind.CLAIM_SUPPORTED, cl.text, c.id) for c in chunks] for cl in claims]
     # Without claims nothing answers a sub-query: that is a decided "no", not an unscored check.
-    answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.id, "claims") if claims else False for sq in subqueries]
+    answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.text, "claims") if claims else False for sq in subqueries]
     values = qcare.qcare_metrics(covers, serves, answered, supports, k=len(chunks) or None)
     if normal is None:  # the retrieval is unknown (not empty): what needs the chunks is n/a, never 0
         why = state.get("retrieval_hidden") or state.get("unavailable", {}).get(NORMAL.key, "no normal retrieval")
         values = tuple(
             m if m.name in (MetricName.COMPLETENESS, MetricName.CONCISENESS)
             else not_available(m.name, f"{UNKNOWN_CHUNKS}: {why}")
+            for m in values
+        )
+    if NORMAL.key not in state.get("claims", {}):  # the claims are unknown (not none): never a completeness of 0
+        why = _why_no_claims(state)
+        values = tuple(
+            not_available(m.name, why)
+            if m.name in (MetricName.COMPLETENESS, MetricName.CONCISENESS, MetricName.VERIFIABLENESS) else m
             for m in values
         )
     metrics = [
@@ -95,6 +105,15 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
         sq.text for j, sq in enumerate(subqueries) if all(row[j] is False for row in covers)
     ] if normal is not None else []
     return metrics, graph, unsupported, uncovered
+
+
+def _why_no_claims(state: SampleState) -> str:
+    answer = state.get("answers", {}).get(NORMAL.key)
+    if answer is None:
+        return f"there is no answer: {state.get('unavailable', {}).get(NORMAL.key, 'the system gave none')}"
+    if answer.status is not VerdictStatus.OK:
+        return f"the answer failed: {answer.error or answer.unscored_reason}"
+    return "the answer's claims could not be split (the decomposer gave no scored split)"
 
 
 def _answer_metrics(state: SampleState) -> list[MetricValue]:
@@ -136,12 +155,16 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     decisions = Decisions(checks, reconciled)
     verdicts = list(state.get("verdicts", {}).values())
     qcare_metrics, graph, unsupported, uncovered = _qcare(state, decisions)
+    if Method.QCARE in ctx.config.methods and "subqueries" not in state:  # the split failed: n/a, not absent
+        normal = state.get("retrievals", {}).get(NORMAL.key)
+        qcare_metrics = [not_available(m.name, SPLIT_FAILED.format(what="question", units="sub-queries"))
+                         for m in qcare.qcare_metrics([], [], [], [], k=len(normal.chunks) if normal else None)]
     elements = tuple(
         element_outcome(
             e,
-            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.id, f"context:{NORMAL.key}"),
-            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.id, f"context:{LOOSE.key}", LOOSE.key),
-            decisions.get(CheckKind.ELEMENT_IN_ANSWER, e.id, "answer"),
+            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, f"context:{NORMAL.key}"),
+            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, f"context:{LOOSE.key}", LOOSE.key),
+            decisions.get(CheckKind.ELEMENT_IN_ANSWER, e.text, "answer"),
         )
         for e in state.get("elements", ())
     )
@@ -149,6 +172,9 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
         [element_coverage(elements).model_copy(update={"n_escalated": decisions.escalated(ELEMENT_KINDS)})]
         if elements else []
     )
+    if Method.ELEMENTS in ctx.config.methods and sample.reference_answer and "elements" not in state:
+        element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value,
+                                         SPLIT_FAILED.format(what="reference answer", units="elements"))]
     unknown_retrieval = state.get("retrieval_hidden")
     if elements and unknown_retrieval and NORMAL.key not in state.get("retrievals", {}):
         element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value,

@@ -315,9 +315,11 @@ def collect(store: RecordStore, run_id: str, prices: PriceTable | None = None, *
     )
     tallies = store.verdict_tallies(run_id)
     chosen = drill_down_ids(rows, drill_down)
+    summary = summarize(store, run_id, tallies, read)
     return ReportData(
-        run=run, config=EvalConfig.model_validate(run.config), summary=summarize(store, run_id, tallies, read),
+        run=run, config=EvalConfig.model_validate(run.config), summary=summary,
         judges=tuple(usage_of_tallies(tallies, prices)), rows=rows,
         samples=tuple(_views(store, run_id, chosen, every=len(chosen) == len(rows))),
-        reviewed=sum(counts.get(r.sample_id, no_checks).n_reviewed for r in rows),
+        # escalated checks a person decided: a skip decides nothing (the check is still awaiting review)
+        reviewed=summary.n_escalated - summary.n_pending,
     )

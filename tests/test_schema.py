@@ -86,7 +86,8 @@ def test_check_id_is_the_hash_of_its_inputs() -> None:
         "check", CheckKind.CLAIM_SUPPORTED, "s1", "normal", "Paris is the capital of France.", "chunk-7",
         "Paris has been the French capital since 987.", "What is the capital of France?", None, None,
     )
-    assert make_check().id == expected  # no evidence: the id is what it was before evidence existed
+    assert make_check().id == expected  # no evidence: evidence is not part of the hash
+    assert make_check(subject_id="claim-2").id == expected  # the same text is the same check
 
 
 def test_evidence_changes_the_check_id_only_when_given() -> None:

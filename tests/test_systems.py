@@ -86,7 +86,8 @@ def generator(model: ScriptedChatModel) -> LLMGenerator:
 def test_context_ids_and_rendered_chunks() -> None:
     assert context_ids(CHUNKS) == ["ctx_0", "ctx_1"]
     rendered = render_chunks(CHUNKS)
-    assert rendered.startswith("[ctx_0] title: Paris\n<<<CHUNK-")
+    assert rendered.startswith("[ctx_0] title: <<<TITLE-")
+    assert parse_untrusted(rendered[len("[ctx_0] title: "):]) == ("TITLE", "Paris")
     second = rendered.index("[ctx_1]\n")
     assert parse_untrusted(rendered[second + len("[ctx_1]\n"):]) == ("CHUNK", CHUNKS[1].text)
     assert render_chunks([]) == "(no context)"

@@ -74,6 +74,9 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
     workspace = Workspace(settings.home)
     if not workspace.store_path.exists():
         raise FileNotFoundError(f"no record store at {workspace.store_path}")
+    with workspace.open_store() as found:  # an unknown run fails here, not as a traceback in the server's startup
+        if found.get_run(settings.run_id) is None:
+            raise LookupError(f"no run '{settings.run_id}' in {workspace.store_path}")
     run_dir = workspace.run_dir(settings.run_id)
     sessions = Sessions()
     templates = _templates()

@@ -197,3 +197,12 @@ def test_route_after_reconcile() -> None:
     assert route_after_reconcile({"reconciled": pending}, runtime(ReviewMode.INLINE)) == HUMAN_REVIEW
     assert route_after_reconcile({"reconciled": pending}, runtime(ReviewMode.DEFERRED)) == SCORE
     assert route_after_reconcile({"reconciled": settled}, runtime(ReviewMode.INLINE)) == SCORE
+
+
+def test_a_verdict_without_the_field_its_kind_needs_counts_as_unscored() -> None:
+    """A dimension check judged with a label only (a third-party judge's mistake) is not decided by it."""
+    check = Check(kind=CheckKind.DIMENSION_SCORE, sample_id="s", condition=NORMAL, subject_id="answer",
+                  subject_text="Paris.", target_id="rubric:relevance", target_text="rubric", dimension="relevance")
+    labelled = Verdict(check_id=check.id, judge_id="j1", status=VerdictStatus.OK, label=Label.YES)
+    rec = reconcile_check("run", check, [labelled], EvalConfig())
+    assert (rec.score, rec.n_scored, rec.n_unscored, rec.escalated) == (None, 0, 1, True)
