@@ -51,6 +51,8 @@ class Workspace:
         return self.home / "chroma"
 
     def run_dir(self, run_id: str) -> Path:
+        if not run_id or run_id in (".", "..") or "/" in run_id or "\\" in run_id or "\0" in run_id:
+            raise ValueError(f"run id {run_id!r} is not a plain name (no '/', '\\', '..' or NUL)")
         return self.home / "runs" / run_id
 
     def open_store(self) -> RecordStore:

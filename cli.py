@@ -264,6 +264,10 @@ def run(
     else:
         fail(f"unknown system '{system}' (use reference or precomputed)")
     run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system)[:10]}"
+    try:
+        workspace.run_dir(run_id)
+    except ValueError as error:
+        fail(str(error))
     _evaluate(workspace, config, make_system, samples, run_id, str(dataset), collection_used)
     console.print(escape(f"run {run_id}: {workspace.run_dir(run_id)}"))
 

@@ -123,13 +123,28 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Untrusted text that a spreadsheet would run as a formula (=, +, -, @ first) gets a leading quote
+    in the CSV (OWASP's CSV-injection advice); numbers are left alone, and Parquet keeps the exact text."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+            out[column] = out[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v
+            )
+    return out
+
+
 def export_tables(tables: Sequence[NamedTable], directory: Path) -> list[Path]:
     """Write <name>.csv and <name>.parquet for each table; returns the written paths."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for table in tables:
         csv_path, parquet_path = directory / f"{table.name}.csv", directory / f"{table.name}.parquet"
-        table.frame.to_csv(csv_path, index=False)
+        _spreadsheet_safe(table.frame).to_csv(csv_path, index=False)
         _parquet_safe(table.frame).to_parquet(parquet_path, index=False)
         written += [csv_path, parquet_path]
     return written
