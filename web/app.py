@@ -43,6 +43,7 @@ from ragcourt.web.security import (
 )
 
 HERE = Path(__file__).parent
+MAX_REVIEWER_CHARS, MAX_COMMENT_CHARS = 100, 2000  # as the desk's form says
 MAX_FORM_BYTES = 64 * 1024
 
 
@@ -174,14 +175,18 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
         if not _csrf_ok(request, form):
             return PlainTextResponse("CSRF token missing or wrong: reload the desk", 403)
         session = _session(request)
-        session.reviewer = form.get("reviewer", session.reviewer).strip()
+        reviewer, comment = form.get("reviewer", session.reviewer).strip(), form.get("comment", "")
+        if len(reviewer) > MAX_REVIEWER_CHARS or len(comment) > MAX_COMMENT_CHARS:  # the browser's limits, enforced
+            session.flash = f"reviewer name at most {MAX_REVIEWER_CHARS} characters, comment at most {MAX_COMMENT_CHARS}"
+            return RedirectResponse("/desk", status_code=303)
+        session.reviewer = reviewer
         choice_text, _, value = form.get("decision", "").partition(":")
         try:
             choice = Choice(choice_text)
             if choice is Choice.SCORE:
                 value = form.get("score", "")
             review = decide(store(), settings.run_id, form.get("check_id", ""), session.reviewer, choice, value,
-                            form.get("comment", ""))
+                            comment)
         except (DecisionError, ValueError) as error:
             session.flash = str(error)
             return RedirectResponse("/desk", status_code=303)

@@ -108,6 +108,9 @@ def test_decisions_need_same_origin_and_the_session_csrf_token(run_home):
         assert client.post("/desk/decide", data=form, headers={"origin": "http://evil.example"}).status_code == 403
         assert client.post("/desk/decide", data={**form, "csrf": "forged"}, headers=origin).status_code == 403
         assert client.get("/desk", headers={"host": "evil.example:8765"}).status_code == 400
+        too_long = client.post("/desk/decide", data={**form, "comment": "x" * 2001}, headers=origin,
+                               follow_redirects=False)
+        assert too_long.status_code == 303  # back to the desk with a message; the browser's limit holds here too
         store = Workspace(run_home).open_store()
         try:
             assert check_id not in store.latest_reviews("xss")  # nothing refused was stored
