@@ -30,7 +30,7 @@ from ragcourt.schema import (
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
 
-RUN = "r[/y]"  # an unmatched closing tag: Rich markup raises MarkupError on it
+RUN = "r[red]y"  # a run id is a directory name, so no "/": Rich would swallow the tag unescaped
 SAMPLE = "s[/x]1"
 REVIEWER = "ann[/z]"
 
@@ -113,9 +113,9 @@ def test_rerun_shows_changed_sample_ids_and_run_ids_literally(home: Path, tmp_pa
     edited = tmp_path / "edited.jsonl"
     row = samples("Paris is the capital and the largest city of France.")[0].model_dump(mode="json")
     edited.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    code, out = invoke("rerun", "--changed", RUN, "--dataset", str(edited), "--run-id", "new[/w]", home=home)
+    code, out = invoke("rerun", "--changed", RUN, "--dataset", str(edited), "--run-id", "new[bold]w", home=home)
     assert code == 0
-    assert f"new run new[/w] (base {RUN}" in out and SAMPLE in out
+    assert f"new run new[bold]w (base {RUN}" in out and SAMPLE in out
 
 
 def test_compare_title_shows_run_ids_literally(home: Path) -> None:
