@@ -74,7 +74,10 @@ def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInpu
         if check.dimension in dims and check.condition.kind in SETS:
             per_set = scores[verdict.judge_id][SETS[check.condition.kind]]
             per_set[check.dimension][position[check.sample_id]] = verdict.score
-    return CubeInputs(scores=dict(scores), ranks=ranks)
+    # The jury's order is the configuration's (the store returns verdicts in no particular order).
+    jury = [j.judge_id for j in config.judges]
+    ordered = sorted(scores, key=lambda judge: (jury.index(judge) if judge in jury else len(jury), judge))
+    return CubeInputs(scores={judge: scores[judge] for judge in ordered}, ranks=ranks)
 
 
 def cube_table(store: RecordStore, run_id: str, config: EvalConfig) -> CubeReport | Unavailable:

@@ -93,7 +93,10 @@ async def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_diagn
     assert all(e["status"] is SampleStatus.OK for e in expected.values())
     assert uninterrupted > N_SAMPLES
 
-    points = {seed: (random.Random(seed).randint(1, uninterrupted - 1), random.Random(seed).uniform(0, 0.05))
+    # Kill before the last sample's judge calls are all logged: each remaining call sleeps DELAY_S, so the
+    # extra wait (<= 0.05 s) cannot let the run finish first (a kill after the end would prove nothing).
+    last_possible = uninterrupted - uninterrupted // N_SAMPLES
+    points = {seed: (random.Random(seed).randint(1, last_possible), random.Random(seed).uniform(0, 0.05))
               for seed in SEEDS}
     homes = {seed: tmp_path / f"killed-{seed}" for seed in SEEDS}
     for home in homes.values():
