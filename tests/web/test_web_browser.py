@@ -122,7 +122,8 @@ def test_progress_page_and_report_are_served(payload_home):
     with desk_server(settings) as base, chromium() as browser:
         page = browser.new_page()
         page.goto(f"{base}/progress")
-        page.wait_for_function("document.getElementById('run-status').textContent.includes('finished')")
+        # A locator wait, not wait_for_function: the page's CSP forbids eval, which wait_for_function needs.
+        page.locator("#run-status", has_text="finished").wait_for(timeout=15000)
         status = page.locator("#run-status").inner_text()
         assert status.startswith("2 of 2 questions finished (0 failed) · not running")
         assert page.locator("#recent li").count() == 2
