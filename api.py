@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import openai
 import pandas as pd
 
 from ragcourt.config import ConfigError, EvalConfig
@@ -94,6 +95,8 @@ class Models:
     usage: UsageMeter = field(default_factory=UsageMeter)
     limiters: LimiterRegistry | None = None
     _embedding: MiniLMEmbedding | None = None
+    # One connection pool per endpoint for the run's clients (judges, decomposer, answerer share it).
+    _http_clients: dict[str, openai.DefaultAsyncHttpxClient] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.limiters = self.limiters or LimiterRegistry(default_max_concurrency=self.config.llm_concurrency)
@@ -103,11 +106,14 @@ class Models:
         assert self.limiters is not None
         # A local model runs one call at a time anyway (llama.cpp): queue the rest here, not in threads.
         in_flight = 1 if spec.provider is Provider.LOCAL else None
+        http_client = None
+        if spec.provider is not Provider.LOCAL:
+            http_client = self._http_clients.setdefault(spec.endpoint, openai.DefaultAsyncHttpxClient())
         return build_client(
             spec, role=role, cache=self.store,
             limiter=self.limiters.limiter_for(spec.endpoint, max_concurrency=in_flight),
             usage=self.usage, timeout_s=self.config.timeout_s, logprobs=logprobs,
-            top_logprobs=5 if logprobs else None,
+            top_logprobs=5 if logprobs else None, http_client=http_client,
         )
 
     def embed(self, texts: list[str]) -> np.ndarray:

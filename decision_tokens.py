@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from ragcourt.llm.client import TokenLogprob
+from ragcourt.llm.reply import TokenLogprob
 from ragcourt.metrics.dice import DecisionProbabilities, decision_probabilities
 from ragcourt.schema import Label
 

@@ -46,8 +46,8 @@ from ragcourt.text import overlap, sentences
 
 SIM_SERVER = Path(__file__).resolve().parent / "sim_server.py"
 CONTEXT_K = 5
-# LLM rounds one sample needs in sequence: sub-queries and elements (at once), claims, then the judge calls.
-RAGCOURT_ROUNDS = 3
+# LLM rounds one sample needs in sequence: the splits (question, reference and answer at once), then the judge calls.
+RAGCOURT_ROUNDS = 2
 
 
 # --------------------------------------------------------------------------- the server

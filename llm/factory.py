@@ -81,6 +81,7 @@ def build_chat_model(
     max_tokens: int | None = None,
     logprobs: bool = False,
     top_logprobs: int | None = None,
+    http_client: openai.DefaultAsyncHttpxClient | None = None,
 ) -> BaseChatModel:
     """A ChatOpenAI for the spec, without its own retries (llm.retry does those); for a local spec a
     LocalChatModel (loaded with logits_all when logprobs are wanted; timeout_s does not apply)."""
@@ -100,9 +101,10 @@ def build_chat_model(
         api_key=SecretStr(_api_key_for(spec, api_key)),
         timeout=timeout_s,
         max_retries=0,
-        # Its own connection pool: langchain-openai's default async pool is shared per base_url across
-        # event loops, so a second asyncio.run against the same endpoint would fail "Event loop is closed".
-        http_async_client=openai.DefaultAsyncHttpxClient(),
+        # Never langchain-openai's default async pool: it is shared per base_url across event loops, so a
+        # second asyncio.run against the same endpoint would fail "Event loop is closed". The caller's pool
+        # (one per run and endpoint, see api.Models) or a new one.
+        http_async_client=http_client or openai.DefaultAsyncHttpxClient(),
         temperature=temperature,
         max_completion_tokens=max_tokens,  # the field max_tokens, by its alias
         # None (not False) keeps the field out of the request for servers that reject it.
@@ -125,6 +127,7 @@ def build_client(
     max_tokens: int | None = None,
     logprobs: bool = False,
     top_logprobs: int | None = None,
+    http_client: openai.DefaultAsyncHttpxClient | None = None,
 ) -> LLMClient:
     """An LLMClient whose model, cache-key params and structured method all come from one spec."""
     model = build_chat_model(
@@ -135,6 +138,7 @@ def build_client(
         max_tokens=max_tokens,
         logprobs=logprobs,
         top_logprobs=top_logprobs,
+        http_client=http_client,
     )
     params = chat_params(
         temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, top_logprobs=top_logprobs

@@ -12,6 +12,15 @@ from ragcourt.metrics.elements import is_pointer_element
 from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, VerdictStatus, content_id
 from ragcourt.state import EvalContext, SampleState
 
+SPLIT_INPUTS, SPLIT_ANSWERS = "decompose_inputs", "decompose_answers"
+
+
+def route_splits(state: SampleState) -> list[str]:
+    """After the answers: their claims and, on the first pass, the question and reference too. Both in one
+    superstep, so neither LLM round waits for the other (LangGraph runs a step's nodes concurrently and the
+    next step after all of them); the loose pass has inputs split already."""
+    return [SPLIT_ANSWERS] if state.get("loose_requested") else [SPLIT_INPUTS, SPLIT_ANSWERS]
+
 
 async def decompose_inputs(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx, sample = runtime.context, state["sample"]

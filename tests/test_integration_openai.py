@@ -194,3 +194,17 @@ async def test_malformed_judge_output_is_unscored_with_its_raw_text_and_counted(
 
     assert (summary.n_checks, summary.n_verdicts, summary.n_unscored) == (18, 18, 2)
     assert (summary.n_escalated, summary.n_pending) == (2, 2)
+
+
+def test_a_runs_clients_of_one_endpoint_share_one_connection_pool(tmp_path: Path) -> None:
+    """Judges, decomposer and answerer on one server reuse connections (and TLS set-up) instead of each
+    opening its own; a second endpoint gets its own pool."""
+    config = EvalConfig(judges=(JudgeSpec(model="openai:judge@http://127.0.0.1:9/v1"),),
+                        decomposer="openai:split@http://127.0.0.1:9/v1", answerer="openai:gen@http://127.0.0.1:8/v1")
+    with Workspace(tmp_path).open_store() as store:
+        models = Models(config, store)
+        (judge,), decomposer, generator = models.judges(), models.decomposer(), models.generator()
+        pools = [client.model.root_async_client._client
+                 for client in (judge.client, decomposer.client, generator.client)]
+    assert pools[0] is pools[1]
+    assert pools[2] is not pools[0]

@@ -12,8 +12,8 @@ from fakes.openai_server import CHAT_PATH, ChatRequest, FakeOpenAIServer, Reply
 from ragcourt.decision_tokens import decision_label_of_token, token_decision_probabilities
 from ragcourt.graphs.tournament import build_match_graph
 from ragcourt.jury import LLMJudge
-from ragcourt.llm.client import TokenLogprob
 from ragcourt.llm.factory import build_client
+from ragcourt.llm.reply import TokenLogprob
 from ragcourt.llm.spec import ModelSpec, StructuredMethod
 from ragcourt.metrics.dice import ProbabilitySource
 from ragcourt.nodes.match_scorer import jury_probabilities, resolve_orders

@@ -31,6 +31,7 @@ s3 five elements, three in the normal context -> coverage 3/5 = 0.6, not under t
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sys
 from pathlib import Path
@@ -49,11 +50,13 @@ from graph_fixtures import (
     make_context,
 )
 
+from ragcourt.decomposers import SentenceDecomposer
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.schema import (
     LOOSE,
     NORMAL,
     CheckKind,
+    DecompositionKind,
     ElementStatus,
     Label,
     ReconcileMethod,
@@ -208,3 +211,38 @@ async def test_raising_the_threshold_above_coverage_triggers_the_loose_run(store
     statuses_by_text = dict(statuses(states["s3"]["diagnostics"]))
     assert statuses_by_text["Shipping is free."] is ElementStatus.DOCUMENT_GAP
     assert statuses_by_text["Returns need a receipt."] is ElementStatus.ANSWERED
+
+
+class QuestionSplitAfterClaims:
+    """Sentences, but the question's split waits until the answer's claims have been asked for: it can only
+    finish when the two run side by side."""
+
+    model_id = "sentences"
+
+    def __init__(self) -> None:
+        self._inner = SentenceDecomposer()
+        self.claims_asked = asyncio.Event()
+        self.order: list[DecompositionKind] = []
+
+    def prompt_hash(self, kind: DecompositionKind) -> str:
+        return self._inner.prompt_hash(kind)
+
+    async def split(self, kind: DecompositionKind, text: str, question: str):
+        if kind is DecompositionKind.CLAIMS:
+            self.claims_asked.set()
+        if kind is DecompositionKind.SUBQUERIES:
+            await asyncio.wait_for(self.claims_asked.wait(), timeout=5)
+        self.order.append(kind)
+        return await self._inner.split(kind, text, question)
+
+
+async def test_question_split_runs_beside_the_answer_claims_split(store: RecordStore) -> None:
+    decomposer = QuestionSplitAfterClaims()
+    context = make_context(store, fixture_config(), fixture_judges(), fixture_system())
+    context.decomposer = decomposer
+    state = await build_sample_graph().ainvoke({"run_id": RUN, "sample": SAMPLES["s1"]}, context=context)
+    # Claims were split before the question was: the question's split did not hold up the answer.
+    assert decomposer.order.index(DecompositionKind.CLAIMS) < decomposer.order.index(DecompositionKind.SUBQUERIES)
+    # And the checks still saw both: the hand-computed s1 figures above.
+    assert values(state["diagnostics"])["completeness"] == 1.0
+    assert state["diagnostics"].n_checks == 27

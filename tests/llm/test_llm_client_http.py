@@ -115,6 +115,34 @@ async def test_json_mode_end_to_end_puts_the_schema_in_the_system_message(
     assert [m["role"] for m in body["messages"]] == ["system", "user"]  # merged, not a second system message
 
 
+@pytest.mark.parametrize(
+    ("method", "logprobs"),
+    [(StructuredMethod.FUNCTION_CALLING, False), (StructuredMethod.JSON_SCHEMA, False),
+     (StructuredMethod.JSON_MODE, False), (StructuredMethod.FUNCTION_CALLING, True)],
+)
+async def test_the_direct_path_sends_what_chatopenai_itself_sends(
+    openai_server: FakeOpenAIServer, method: StructuredMethod, logprobs: bool
+) -> None:
+    """The client posts ChatOpenAI's own request body with the openai client it holds (no LangChain
+    callback layer); the body must be byte for byte what ChatOpenAI.ainvoke sends for the same call."""
+    openai_server.builders["Decision"] = answer_yes
+    client = client_for(openai_server, method, max_tokens=64, temperature=0.0, logprobs=logprobs,
+                        top_logprobs=2 if logprobs else None)
+    messages = [SystemMessage(content="You are a careful judge."), *QUESTION]
+    result = await client.structured_call(messages, Decision)
+    assert result.status is VerdictStatus.OK
+
+    sent = messages if method is not StructuredMethod.JSON_MODE else openai_server.requests[0].body["messages"]
+    from_langchain = [SystemMessage(content=sent[0]["content"]), *QUESTION] if isinstance(sent[0], dict) else sent
+    await client.model.bind(**client._request_kwargs(Decision)).ainvoke(from_langchain)
+
+    direct, through_langchain = (r.body for r in openai_server.requests)
+    through_langchain.pop("stream", None)
+    assert direct == through_langchain
+    assert direct["max_completion_tokens"] == 64
+    assert ("logprobs" in direct) is logprobs
+
+
 # --------------------------------------------------------------------------- cache
 
 

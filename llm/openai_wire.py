@@ -1,0 +1,60 @@
+"""The direct path to an OpenAI-compatible endpoint for a ChatOpenAI: its own request, its own client.
+
+`request_body` is what ChatOpenAI itself would send for the messages and call arguments (model, generation
+settings, model_kwargs / extra_body, message conversion: all its own). `post` sends it with the openai client
+ChatOpenAI holds (timeouts, headers and error types are the SDK's). What is skipped is LangChain's callback
+layer, its message objects for the reply and the thread hop it makes per call to build them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_openai import ChatOpenAI
+from openai.types.chat import ChatCompletion
+
+from ragcourt.llm.reply import ModelReply, filtered_refusal, token_logprobs
+
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+
+
+def request_body(model: ChatOpenAI, messages: Sequence[BaseMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
+    body = model._get_request_payload(list(messages), **kwargs)
+    body.pop("stream", None)  # absent means no streaming; some servers reject the field
+    return body
+
+
+async def post(model: ChatOpenAI, body: dict[str, Any]) -> ChatCompletion:
+    return await model.root_async_client.post(CHAT_COMPLETIONS_PATH, body=body, cast_to=ChatCompletion)
+
+
+def _tool_arguments(text: str) -> str:
+    """Valid JSON re-serialised (as the LangChain path stores it), anything else verbatim."""
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False)
+    except ValueError:
+        return text
+
+
+def reply_from_completion(completion: ChatCompletion) -> ModelReply:
+    choice = completion.choices[0] if completion.choices else None
+    message = choice.message if choice is not None else None
+    raw_text = ""
+    if message is not None and message.tool_calls:
+        function = getattr(message.tool_calls[0], "function", None)
+        raw_text = _tool_arguments(function.arguments or "") if function is not None else ""
+    elif message is not None:
+        raw_text = message.content or ""
+    finish_reason = choice.finish_reason if choice is not None else None
+    usage = completion.usage
+    return ModelReply(
+        raw_text=raw_text,
+        refusal=filtered_refusal(message.refusal if message is not None else None, finish_reason, raw_text),
+        finish_reason=finish_reason,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        logprobs=token_logprobs(choice.logprobs.model_dump()) if choice is not None and choice.logprobs else None,
+    )
