@@ -108,7 +108,9 @@ class Models:
         in_flight = 1 if spec.provider is Provider.LOCAL else None
         http_client = None
         if spec.provider is not Provider.LOCAL:
-            http_client = self._http_clients.setdefault(spec.endpoint, openai.DefaultAsyncHttpxClient())
+            if spec.endpoint not in self._http_clients:  # made once: a pool's TLS set-up costs ~20 ms
+                self._http_clients[spec.endpoint] = openai.DefaultAsyncHttpxClient()
+            http_client = self._http_clients[spec.endpoint]
         return build_client(
             spec, role=role, cache=self.store,
             limiter=self.limiters.limiter_for(spec.endpoint, max_concurrency=in_flight),
