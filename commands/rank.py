@@ -15,7 +15,7 @@ from ragcourt.commands.output import console
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig, JudgeSpec
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
-from ragcourt.metrics.dice import TournamentMode, round_robin_schedule
+from ragcourt.metrics.dice import PlacementBasis, TierPosition, TournamentMode, round_robin_schedule
 from ragcourt.ranking import (
     RankingReport,
     RankSettings,
@@ -80,6 +80,14 @@ def _print_footer(sources: dict, bias: dict[str, tuple[int, int]], unscored: int
                   f"judge verdicts asked: {asked}, reused from the store: {reused}")
 
 
+def _placement_text(position: TierPosition) -> str:
+    if position.placement is None:
+        return "n/a"
+    basis = ("by the matches" if position.basis is PlacementBasis.HEAD_TO_HEAD
+             else "by the performance rating: the matches contradict each other")
+    return f"{position.placement.value.replace('_', ' ')} ({basis})"
+
+
 def print_tiers(report: TierReport) -> None:
     position = report.position
     table = Table(title=f"{escape(report.system)} against the baseline tiers ({report.n_questions} questions, both orders)")
@@ -93,7 +101,7 @@ def print_tiers(report: TierReport) -> None:
     console.print(table)
     elo = "n/a (" + str(position.elo.na_reason) + ")" if position.elo.value is None else f"{position.elo.value:.1f}"
     console.print(f"Elo position (performance rating against the frozen baselines): {elo}; "
-                  f"placement: {position.placement or 'n/a'}")
+                  f"placement: {_placement_text(position)}")
     sources: dict = {}
     bias: dict[str, list[int]] = {}
     unscored = 0

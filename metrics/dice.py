@@ -667,9 +667,17 @@ class BaselineTier(StrEnum):
 
 class Placement(StrEnum):
     ABOVE_HIGH = "above_high"
+    LEVEL_HIGH = "level_with_high"
     HIGH_TO_MEDIUM = "between_high_and_medium"
+    LEVEL_MEDIUM = "level_with_medium"
     MEDIUM_TO_LOW = "between_medium_and_low"
+    LEVEL_LOW = "level_with_low"
     BELOW_LOW = "below_low"
+
+
+class PlacementBasis(StrEnum):
+    HEAD_TO_HEAD = "head_to_head"  # what it did against each baseline, read from high to low
+    PERFORMANCE_RATING = "performance_rating"  # head-to-head results contradict each other, or one is missing
 
 
 class Baseline(_Frozen):
@@ -696,6 +704,7 @@ class TierPosition(_Frozen):
     records: tuple[TierRecord, ...]  # high, medium, low
     elo: MetricValue
     placement: Placement | None
+    basis: PlacementBasis | None = None
     na_reason: str | None = None
 
 
@@ -755,20 +764,47 @@ def tier_position(results: Sequence[tuple[Baseline, MatchResult]]) -> TierPositi
     records = tuple(_tier_record(b, r) for b, r in ordered)
     scored = [(rec.score_share, rec.baseline.rating) for rec in records if rec.score_share is not None]
     elo = performance_rating(scored)
+    head_to_head = _head_to_head_placement(records)
+    if head_to_head is not None:
+        return TierPosition(records=records, elo=elo, placement=head_to_head, basis=PlacementBasis.HEAD_TO_HEAD,
+                            na_reason=elo.na_reason)
     if elo.value is not None:
         above = sum(elo.value > r for r in ratings)
-        placement = [
-            Placement.BELOW_LOW,
-            Placement.MEDIUM_TO_LOW,
-            Placement.HIGH_TO_MEDIUM,
-            Placement.ABOVE_HIGH,
-        ]
-        return TierPosition(records=records, elo=elo, placement=placement[above])
-    # winning (losing) every question is a clear placement even though the rating is unbounded
-    if scored and all(share >= 1 - _SCORE_TOLERANCE for share, _ in scored):
-        unbounded: Placement | None = Placement.ABOVE_HIGH
-    elif scored and all(share <= _SCORE_TOLERANCE for share, _ in scored):
-        unbounded = Placement.BELOW_LOW
-    else:
-        unbounded = None
-    return TierPosition(records=records, elo=elo, placement=unbounded, na_reason=elo.na_reason)
+        placement = [Placement.BELOW_LOW, Placement.MEDIUM_TO_LOW, Placement.HIGH_TO_MEDIUM, Placement.ABOVE_HIGH]
+        return TierPosition(records=records, elo=elo, placement=placement[above],
+                            basis=PlacementBasis.PERFORMANCE_RATING)
+    return TierPosition(records=records, elo=elo, placement=None, na_reason=elo.na_reason)
+
+
+# What the new system did against each tier, high to low -> where that puts it.
+_BEATS, _LEVEL, _LOSES = 1, 0, -1
+_PLACEMENT_BY_TIER = {
+    BaselineTier.HIGH: (Placement.ABOVE_HIGH, Placement.LEVEL_HIGH),
+    BaselineTier.MEDIUM: (Placement.HIGH_TO_MEDIUM, Placement.LEVEL_MEDIUM),
+    BaselineTier.LOW: (Placement.MEDIUM_TO_LOW, Placement.LEVEL_LOW),
+}
+
+
+def _head_to_head_placement(records: Sequence[TierRecord]) -> Placement | None:
+    """Placed by the matches themselves: above the first tier (from high) it beats, level with the first it
+    scores exactly half against, below low when it loses to all three. Frozen baseline Elos only order the
+    tiers; when they are close (a short tournament) a rating-based placement can put a system above a
+    baseline it lost to. None when a match is void or the results contradict each other (it beats a
+    higher tier but loses to a lower one): then the performance rating decides."""
+    sides = []
+    for record in records:
+        if record.score_share is None:
+            return None
+        if abs(record.score_share - 0.5) <= _SCORE_TOLERANCE:
+            sides.append(_LEVEL)
+        else:
+            sides.append(_BEATS if record.score_share > 0.5 else _LOSES)
+    if sides != sorted(sides):  # high, medium, low: doing better against a higher tier is a contradiction
+        return None
+    for record, side in zip(records, sides, strict=True):
+        beats, level = _PLACEMENT_BY_TIER[record.baseline.tier]
+        if side == _BEATS:
+            return beats
+        if side == _LEVEL:
+            return level
+    return Placement.BELOW_LOW

@@ -100,9 +100,9 @@ async def test_new_system_against_the_baseline_tiers(tmp_path) -> None:
     assert (by_tier[BaselineTier.HIGH].question_losses, by_tier[BaselineTier.HIGH].score_share) == (3, 0.0)
     assert (by_tier[BaselineTier.MEDIUM].question_ties, by_tier[BaselineTier.MEDIUM].score_share) == (3, 0.5)
     assert (by_tier[BaselineTier.LOW].question_wins, by_tier[BaselineTier.LOW].score_share) == (3, 1.0)
-    # pool Elo after its round robin: high 1531.26, mid 1500.70, low 1468.03; the new system, level with mid,
-    # rates 1500.00: just under mid's 1500.70 (mid beat low by more than high beat it)
-    assert report.position.placement is Placement.MEDIUM_TO_LOW
+    # pool Elo after its round robin: high 1531.26, mid 1500.70, low 1468.03; the new system rates 1500.00, just
+    # under mid's 1500.70 (mid beat low by more than high beat it), but it scored exactly half against mid: level
+    assert report.position.placement is Placement.LEVEL_MEDIUM
     mid_rating = by_tier[BaselineTier.MEDIUM].baseline.rating
     high_rating, low_rating = by_tier[BaselineTier.HIGH].baseline.rating, by_tier[BaselineTier.LOW].baseline.rating
     # shares 0, 0.5, 1 against three ratings: the performance rating solves sum(share - E) = 0

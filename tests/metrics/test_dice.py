@@ -13,6 +13,7 @@ from ragcourt.metrics.dice import (
     MatchOutcome,
     MatchResult,
     Placement,
+    PlacementBasis,
     PlayedMatch,
     ProbabilitySource,
     TournamentMode,
@@ -313,7 +314,8 @@ def test_tier_position_symmetric_example():
     assert (high.question_wins, high.question_losses, high.outcome) == (1, 3, MatchOutcome.LOSS)
     assert (medium.question_wins, medium.question_ties, medium.outcome) == (1, 2, MatchOutcome.TIE)
     assert (low.question_wins, low.outcome) == (3, MatchOutcome.WIN)
-    assert position.placement is Placement.MEDIUM_TO_LOW  # 1500 is not above the medium baseline
+    # it scored exactly half against medium: level with it (the rating, 1500, says the same)
+    assert (position.placement, position.basis) == (Placement.LEVEL_MEDIUM, PlacementBasis.HEAD_TO_HEAD)
 
 
 def test_tier_position_between_high_and_medium():
@@ -327,6 +329,47 @@ def test_tier_position_between_high_and_medium():
     rating = position.elo.value
     assert sum(expected_score(rating, r) for r in (1600, 1500, 1400)) == pytest.approx(0.25 + 0.6 + 0.75)
     assert 1500 < rating < 1600 and position.placement is Placement.HIGH_TO_MEDIUM
+
+
+CLOSE = [Baseline(name="h", tier=BaselineTier.HIGH, rating=1510.0),
+         Baseline(name="m", tier=BaselineTier.MEDIUM, rating=1500.0),
+         Baseline(name="l", tier=BaselineTier.LOW, rating=1490.0)]
+
+
+def test_close_baseline_ratings_do_not_place_a_system_above_baselines_it_lost_to():
+    """A short tournament leaves the pool's Elos 10 apart. Losing to high (0.3) and medium (0.45) but
+    crushing low (0.95) gives a performance rating above all three (total 1.7 of 3 against ~1500), which
+    would read "above high"; the matches say between medium and low."""
+    shares = {BaselineTier.HIGH: [1, 1, 1, 0, 0, 0, 0, 0, 0, 0], BaselineTier.MEDIUM: [1] * 9 + [0] * 11,
+              BaselineTier.LOW: [1] * 19 + [0]}
+    position = tier_position([(b, MatchResult.from_outcomes(shares[b.tier])) for b in CLOSE])
+    assert position.elo.value > 1510.0  # the rating alone would put it above high
+    assert (position.placement, position.basis) == (Placement.MEDIUM_TO_LOW, PlacementBasis.HEAD_TO_HEAD)
+
+
+def test_contradicting_matches_fall_back_to_the_performance_rating():
+    """Beating high but losing to low says nothing consistent: the performance rating places it."""
+    position = tier_position([
+        (HIGH, MatchResult.from_outcomes([1, 1, 1, 0])),  # 0.75
+        (MEDIUM, MatchResult.from_outcomes([1, 0, 0, 0])),  # 0.25
+        (LOW, MatchResult.from_outcomes([1, 0, 0, 0])),  # 0.25
+    ])
+    rating = position.elo.value
+    assert sum(expected_score(rating, r) for r in (1600, 1500, 1400)) == pytest.approx(1.25)
+    assert 1400 < rating < 1500
+    assert (position.placement, position.basis) == (Placement.MEDIUM_TO_LOW, PlacementBasis.PERFORMANCE_RATING)
+
+
+@pytest.mark.parametrize(
+    ("high", "medium", "low", "placement"),
+    [([1], [1], [1], Placement.ABOVE_HIGH), ([0.5], [1], [1], Placement.LEVEL_HIGH),
+     ([0], [1], [1], Placement.HIGH_TO_MEDIUM), ([0], [0], [0.5], Placement.LEVEL_LOW),
+     ([0], [0], [0], Placement.BELOW_LOW)],
+)
+def test_head_to_head_placements(high, medium, low, placement):
+    position = tier_position([(HIGH, MatchResult.from_outcomes(high)), (MEDIUM, MatchResult.from_outcomes(medium)),
+                              (LOW, MatchResult.from_outcomes(low))])
+    assert (position.placement, position.basis) == (placement, PlacementBasis.HEAD_TO_HEAD)
 
 
 def test_tier_position_all_won_is_unbounded_but_placed():
