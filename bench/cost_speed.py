@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,7 @@ from typing import Any
 from ragcourt import api
 from ragcourt.config import Batching, EvalConfig, JudgeSpec
 from ragcourt.datasets import BundledDataset, bundled, load_hotpotqa, load_ragchecker_pairs
+from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.schema import Check, Chunk, Sample, Verdict, content_id
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Precomputed
@@ -164,6 +166,30 @@ def run_ragcourt(samples: Sequence[Sample], config: EvalConfig, home: Path, run_
     return time.perf_counter() - started
 
 
+@contextmanager
+def slot_holds() -> Iterator[list[float]]:
+    """Seconds each request held an endpoint slot (ragcourt's limiter), against the server's own time per
+    request: what the client does inside the slot (building, sending, parsing) or waits for (the loop)."""
+    holds: list[float] = []
+    enter, leave = EndpointLimiter.__aenter__, EndpointLimiter.__aexit__
+    entered: dict[asyncio.Task[Any] | None, float] = {}
+
+    async def timed_enter(self: EndpointLimiter) -> EndpointLimiter:
+        limiter = await enter(self)
+        entered[asyncio.current_task()] = time.perf_counter()
+        return limiter
+
+    async def timed_leave(self: EndpointLimiter, *exc: Any) -> None:
+        holds.append(time.perf_counter() - entered.pop(asyncio.current_task()))
+        await leave(self, *exc)
+
+    EndpointLimiter.__aenter__, EndpointLimiter.__aexit__ = timed_enter, timed_leave  # type: ignore[method-assign]
+    try:
+        yield holds
+    finally:
+        EndpointLimiter.__aenter__, EndpointLimiter.__aexit__ = enter, leave  # type: ignore[method-assign]
+
+
 def peak_memory_mb() -> float | None:
     """VmHWM of this process (Linux), else None."""
     try:
@@ -202,6 +228,7 @@ class Measured:
     rerun_s: float | None = None
     calls_by_prompt: dict[str, int] | None = None
     peak_mb: float | None = None
+    slot_hold_s: tuple[float, ...] = ()
 
     @property
     def calls(self) -> int:
@@ -232,7 +259,8 @@ def measure_ragcourt(sim: Sim, samples: Sequence[Sample], batching: Batching, ll
     config = llm_config(sim, batching, llm_concurrency, sample_concurrency)
     run_id = f"bench-{batching}"
     sim.reset()
-    wall = run_ragcourt(samples, config, home, run_id)
+    with slot_holds() as holds:
+        wall = run_ragcourt(samples, config, home, run_id)
     stats = sim.stats()
     sim.reset()
     rerun_started = time.perf_counter()
@@ -245,6 +273,7 @@ def measure_ragcourt(sim: Sim, samples: Sequence[Sample], batching: Batching, ll
         name=f"ragcourt {batching}", samples=len(samples), wall_s=wall, stats=stats, rounds=RAGCOURT_ROUNDS,
         llm_concurrency=llm_concurrency, rerun_calls=rerun_calls, rerun_new_id_calls=sim.stats()["requests"],
         rerun_s=rerun_s, calls_by_prompt=dict(judge_calls_by_prompt(home, run_id)), peak_mb=peak_memory_mb(),
+        slot_hold_s=tuple(holds),
     )
 
 
@@ -273,6 +302,11 @@ def print_runs(runs: Sequence[Measured]) -> None:
         if run.calls_by_prompt:
             by_prompt = ", ".join(f"{p} {c / run.samples:.2f}" for p, c in sorted(run.calls_by_prompt.items()))
             print(f"  {run.name}: judge calls per sample by prompt: {by_prompt}")
+        if run.slot_hold_s:
+            cuts = statistics.quantiles(run.slot_hold_s, n=10)
+            print(f"  {run.name}: endpoint slot held per request: mean {statistics.mean(run.slot_hold_s) * 1000:.1f} ms, "
+                  f"median {cuts[4] * 1000:.1f}, p90 {cuts[8] * 1000:.1f} (the server's own time per request: "
+                  f"{run.mean_service_s * 1000:.1f} ms)")
         if run.rerun_s is not None:
             print(f"  {run.name}: immediate re-run of the same run: {run.rerun_calls} calls, {run.rerun_s:.2f} s; "
                   f"a new run id over the same store: {run.rerun_new_id_calls} calls")

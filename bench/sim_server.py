@@ -8,7 +8,7 @@ after the drawn latency plus completion_tokens / tokens-per-s, with:
 
 - a tool call carrying a valid instance of the tool's JSON schema (function calling), or JSON content
   valid for `response_format` json_schema, or for a JSON schema written into the prompt (JSON mode and
-  prompt-only formats such as RAGAS's); plain text otherwise;
+  prompt-only formats such as RAGAS's); RAGChecker's triplet and label lists; plain text otherwise;
 - item ids taken from the prompt where the schema asks for them: a field `item_id` whose description
   names an example id (e.g. "E1") gets one entry per id of that prefix listed at a line start in the
   prompt ("[E1] ..."), and id lists (e.g. "ctx_0", "Q1") get one or two such ids, so verdicts map back.
@@ -251,7 +251,30 @@ def answer_for(body: dict[str, Any]) -> Answer:
         return Answer(json.dumps(schema_instance(schema, prompt)), None, str(schema.get("title", "prompt_schema")))
     if response_format.get("type") == "json_object":
         return Answer(json.dumps({"answer": " ".join(_WORD.findall(prompt)[-8:])}), None, "json_object")
+    refchecker = refchecker_answer(prompt)
+    if refchecker is not None:
+        return refchecker
     return Answer(" ".join(_WORD.findall(prompt)[-12:]) or "ok", None, "text")
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_TRIPLET_LINE = re.compile(r"^\(.*\)\s*$", re.MULTILINE)
+
+
+def refchecker_answer(prompt: str) -> Answer | None:
+    """RAGChecker's (refchecker's) two text formats: a KG of ("subject", "predicate", "object") lines, one
+    triplet per sentence of the candidate answer; and joint checking, one label per listed claim."""
+    if "extract a KG" in prompt and prompt.rstrip().endswith("### KG:"):
+        text = prompt.rsplit("### Candidate Answer:", 1)[-1].rsplit("### KG:", 1)[0].strip()
+        triplets = []
+        for index, sentence in enumerate(s for s in _SENTENCE_END.split(text) if s.strip()):
+            words = _WORD.findall(sentence)
+            triplets.append(json.dumps([f"S{index + 1}", "states", " ".join(words[:8])])[1:-1])
+        return Answer("\n".join(f"({t})" for t in triplets) or "Abstain", None, "refchecker_triplets")
+    if "### Claims:" in prompt and "only a list of labels" in prompt:
+        claims = prompt.rsplit("### Claims:", 1)[-1].split("Your answer", 1)[0]
+        return Answer("\n".join("Entailment" for _ in _TRIPLET_LINE.findall(claims)), None, "refchecker_joint_check")
+    return None
 
 
 # --------------------------------------------------------------------------- latency
