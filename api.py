@@ -133,7 +133,21 @@ class Models:
         ids = [j.judge_id for j in out]
         if len(set(ids)) != len(ids):
             raise ValueError(f"judge ids must be unique, got {ids}; give repeated models an 'id'")
+        for judge in out:
+            if isinstance(judge, LLMJudge):
+                self._check_judge_identity(judge)
         return out
+
+    def _check_judge_identity(self, judge: LLMJudge) -> None:
+        """Stored verdicts are reused by (check, judge id): under an id whose model changed they would be
+        another model's answers. Refused, not silently reused or overwritten."""
+        others = self.store.judge_model_ids(judge.judge_id) - {judge.client.model_id}
+        if others:
+            raise ConfigError(
+                f"judge id '{judge.judge_id}' has verdicts from {', '.join(sorted(others))} in this workspace's "
+                f"store and now names {judge.client.model_id}: its stored verdicts would be reused for another "
+                "model. Give this judge a new 'id' in the configuration, or use another --home."
+            )
 
     def decomposer(self) -> Decomposer:
         if self.config.decomposer == "sentences":

@@ -135,8 +135,11 @@ def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[M
         models = Models(config, store)
         vectors = workspace.open_vectors() if collection else None
         system = make_system(models)
-        runner = Runner(_context(config, system, store, models, vectors, collection), run_id,
-                        workspace.run_dir(run_id))
+        try:
+            context = _context(config, system, store, models, vectors, collection)
+        except ConfigError as error:
+            fail(str(error))
+        runner = Runner(context, run_id, workspace.run_dir(run_id))
         try:
             asyncio.run(_run(runner, samples, dataset))
         except RunLockedError as error:

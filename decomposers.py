@@ -138,16 +138,36 @@ class SentenceDecomposer:
         return Split(items=tuple(sentences(text)) or ((text.strip(),) if text.strip() else ()))
 
 
+SplitsInFlight = dict[str, "asyncio.Task[Decomposition]"]
+
+
 async def frozen_split(
-    store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str
+    store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str,
+    in_flight: SplitsInFlight | None = None,
 ) -> Decomposition:
     """The stored split of `text` if there is one (possibly edited by a person), else a new one.
 
     Content addressed by (kind, text, prompt hash, model): every later run reuses it, so element lists
     stay frozen across runs. Failed splits are returned but not stored, so a later run can retry them.
+    With `in_flight` (one per run), concurrent samples that need the same split (HotpotQA's reference "yes")
+    share one call instead of racing to store different ones.
     """
     prompt_hash = decomposer.prompt_hash(kind)
     record_id = Decomposition.make_id(kind, text, prompt_hash, decomposer.model_id)
+    if in_flight is None:
+        return await _stored_or_new(store, decomposer, kind, text, question, record_id, prompt_hash)
+    task = in_flight.get(record_id)
+    if task is None:
+        task = asyncio.ensure_future(_stored_or_new(store, decomposer, kind, text, question, record_id, prompt_hash))
+        in_flight[record_id] = task
+        task.add_done_callback(lambda _: in_flight.pop(record_id, None))
+    return await asyncio.shield(task)  # one sample cancelled does not cancel the split the others wait for
+
+
+async def _stored_or_new(
+    store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str, record_id: str,
+    prompt_hash: str,
+) -> Decomposition:
     stored = await asyncio.to_thread(store.get_decomposition, record_id)
     if stored is not None:
         return stored

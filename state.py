@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from ragcourt.config import EvalConfig
-from ragcourt.decomposers import Decomposer
+from ragcourt.decomposers import Decomposer, SplitsInFlight
 from ragcourt.jury import Judge
 from ragcourt.schema import (
     Answer,
@@ -81,3 +81,4 @@ class EvalContext:
     vectors: VectorStore | None = None
     collection: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    splits_in_flight: SplitsInFlight = field(default_factory=dict)  # see decomposers.frozen_split

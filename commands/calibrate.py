@@ -22,7 +22,7 @@ from ragcourt.calibration import (
 )
 from ragcourt.commands.output import console
 from ragcourt.commands.output import fail as _fail
-from ragcourt.config import EvalConfig, JudgeSpec
+from ragcourt.config import ConfigError, EvalConfig, JudgeSpec
 from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_ragchecker_pairs
 from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.schema import MetricValue, content_id
@@ -98,7 +98,10 @@ def calibrate_command(
             except DatasetError as error:
                 _fail(str(error))
             config = EvalConfig(judges=tuple(JudgeSpec(model=j, logprobs=logprobs) for j in (judge or ["lexical"])))
-            judges = Models(config, store).judges()
+            try:
+                judges = Models(config, store).judges()
+            except ConfigError as error:
+                _fail(str(error))
             judge_ids = [j.judge_id for j in judges]
             run = f"calibrate-{content_id([p.sample_id for p in loaded], judge_ids)[:10]}"
             items, outcomes = asyncio.run(judge_ragchecker(loaded, judges, store, run))

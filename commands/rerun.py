@@ -14,7 +14,7 @@ from rich.table import Table
 from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
 from ragcourt.commands.output import Home, console, print_summary
 from ragcourt.commands.output import fail as _fail
-from ragcourt.config import EvalConfig
+from ragcourt.config import ConfigError, EvalConfig
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
 from ragcourt.rerun import RerunResult, arerun_changed
 from ragcourt.runner import RunLockedError
@@ -100,7 +100,10 @@ def rerun(
         models = Models(config, store)
         target = _system(kind, workspace, models, collection)
         vectors = workspace.open_vectors() if kind == REFERENCE else None
-        context = _context(config, target, store, models, vectors, collection if kind == REFERENCE else None)
+        try:
+            context = _context(config, target, store, models, vectors, collection if kind == REFERENCE else None)
+        except ConfigError as error:
+            _fail(str(error))
         try:
             result = asyncio.run(arerun_changed(context, changed, samples, new_run_id=run_id,
                                                 runs_home=workspace.home / "runs",

@@ -19,7 +19,8 @@ async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -
     if answer is None or answer.status is not VerdictStatus.OK:
         return {}
     split = await frozen_split(
-        ctx.store, ctx.decomposer, DecompositionKind.CLAIMS, answer.text, state["sample"].question
+        ctx.store, ctx.decomposer, DecompositionKind.CLAIMS, answer.text, state["sample"].question,
+        ctx.splits_in_flight,
     )
     if split.status is not VerdictStatus.OK:  # unknown claims, not an answer without claims: the scorer says n/a
         return {}

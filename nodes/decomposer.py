@@ -52,4 +52,6 @@ async def decompose_inputs(state: SampleState, runtime: Runtime[EvalContext]) ->
 
 
 async def _split(ctx: EvalContext, kind: DecompositionKind, text: str, question: str, wanted: bool) -> Decomposition | None:
-    return await frozen_split(ctx.store, ctx.decomposer, kind, text, question) if wanted else None
+    if not wanted:
+        return None
+    return await frozen_split(ctx.store, ctx.decomposer, kind, text, question, ctx.splits_in_flight)

@@ -180,8 +180,10 @@ _TABLES: dict[type[Record], _Table] = {
             "prompt_tokens": lambda v: v.usage.prompt_tokens,
             "completion_tokens": lambda v: v.usage.completion_tokens,
         },
-        # the report's tallies (verdict_tallies) read this index alone, never the payloads
-        indexes=(("check_id", "judge_id", "status", "model_id", "prompt_tokens", "completion_tokens"),),
+        # the report's tallies (verdict_tallies) read the first index alone, never the payloads; the second
+        # answers judge_model_ids
+        indexes=(("check_id", "judge_id", "status", "model_id", "prompt_tokens", "completion_tokens"),
+                 ("judge_id", "model_id")),
         added={
             "model_id": "json_extract(payload, '$.model_id')",
             "prompt_tokens": "json_extract(payload, '$.usage.prompt_tokens')",
@@ -530,6 +532,12 @@ class RecordStore:
     def count_checks(self, run_id: str) -> int:
         """len(checks_for(run_id))."""
         return int(self._select(f"SELECT COUNT(*) FROM {_RUN_LINKS}", (run_id,))[0][0])
+
+    def judge_model_ids(self, judge_id: str) -> set[str]:
+        """The models whose verdicts are stored under this judge id."""
+        rows = self._select("SELECT DISTINCT model_id FROM verdicts WHERE judge_id = ? AND model_id IS NOT NULL",
+                            (judge_id,))
+        return {str(model_id) for (model_id,) in rows}
 
     def verdict_tallies(self, run_id: str) -> list[VerdictTally]:
         """The verdicts of the run's checks (get_verdicts of checks_for's ids) by judge, model and status."""

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ragcourt.api import Models
 from ragcourt.cli import app
+from ragcourt.config import load_config
+from ragcourt.schema import Label, Verdict, VerdictStatus
 from ragcourt.stores.records import RecordStore
 
 RUNNER = CliRunner()
@@ -53,6 +56,33 @@ def test_bad_config_exits_2_naming_the_key(tmp_path: Path, monkeypatch: pytest.M
     assert result.exit_code == 2
     assert "bad.yaml: invalid configuration key 'top_k'" in flat(result.output)
     assert "Traceback" not in result.output
+
+
+def test_a_judge_id_whose_model_changed_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verdicts are reused by (check, judge id): if 'main' now names another model, reusing them would pass one
+    model's answers off as another's. The run stops before any call, saying what to do."""
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text('{"id": "a", "question": "ok?", "answer": "yes"}\n', encoding="utf-8")
+    Path("home").mkdir()
+    with RecordStore(Path("home") / "store.sqlite") as store:
+        store.put(Verdict(check_id="c1", judge_id="main", status=VerdictStatus.OK, label=Label.YES,
+                          model_id="openai:small@http://127.0.0.1:9/v1"))
+        assert store.judge_model_ids("main") == {"openai:small@http://127.0.0.1:9/v1"}
+    Path("big.yaml").write_text("judges:\n  - model: openai:big@http://127.0.0.1:9/v1\n    id: main\n",
+                                encoding="utf-8")
+    refused = RUNNER.invoke(app, ["run", "data.jsonl", "--system", "precomputed", "--config", "big.yaml",
+                                  "--home", "home"])
+    assert refused.exit_code == 2
+    said = flat(refused.output)
+    assert ("judge id 'main' has verdicts from openai:small@http://127.0.0.1:9/v1" in said
+            and "now names openai:big@http://127.0.0.1:9/v1" in said and "Give this judge a new 'id'" in said)
+    assert "Traceback" not in refused.output
+
+    Path("renamed.yaml").write_text("judges:\n  - model: openai:big@http://127.0.0.1:9/v1\n    id: main-big\n"
+                                    "decomposer: sentences\n", encoding="utf-8")
+    with RecordStore(Path("home") / "store.sqlite") as store:
+        (judge,) = Models(load_config(Path("renamed.yaml")), store).judges()  # a new id: accepted
+        assert judge.judge_id == "main-big"
 
 
 def test_missing_dataset_and_unknown_run_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from fakes.scripted_model import ScriptedChatModel, ScriptedRequest
 
-from ragcourt.decomposers import LLMDecomposer, SentenceDecomposer, Split, frozen_split
+from ragcourt.decomposers import LLMDecomposer, SentenceDecomposer, Split, SplitsInFlight, frozen_split
 from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import PromptId, load_prompt, parse_untrusted
 from ragcourt.schema import Decomposition, DecompositionKind, QueryType, UnscoredReason, VerdictStatus
@@ -212,3 +213,27 @@ async def test_frozen_split_with_the_sentence_baseline(store: RecordStore) -> No
     assert split.items == ("Jaws was directed by Steven Spielberg.", "He was born in 1946.")
     assert split.model_id == "sentences"
     assert store.get_decomposition(split.id) == split
+
+
+async def test_concurrent_samples_with_one_reference_share_one_split(store: RecordStore,
+                                                                     scripted_model: MakeModel) -> None:
+    """HotpotQA's reference "yes" under many questions at once: without a shared in-flight split each sample
+    asks (with its own question in the prompt) and the last to store wins, so the others' elements change in
+    the next run; with the run's in-flight map one call serves them all."""
+    model = scripted_model(builders={"ElementList": lambda _: ELEMENTS})
+    llm = decomposer(model)
+    questions = [f"{QUESTION} ({i})" for i in range(5)]
+
+    racing = await asyncio.gather(*(frozen_split(store, llm, DecompositionKind.ELEMENTS, REFERENCE, q)
+                                    for q in questions))
+    assert model.calls == 5  # the race this guards against
+
+    in_flight: SplitsInFlight = {}
+    other = REFERENCE + " Again."
+    shared = await asyncio.gather(*(frozen_split(store, llm, DecompositionKind.ELEMENTS, other, q, in_flight)
+                                    for q in questions))
+    assert model.calls == 6
+    assert len({s.id for s in shared}) == 1 and all(s == shared[0] for s in shared)
+    assert store.get_decomposition(shared[0].id) == shared[0]
+    assert in_flight == {}  # nothing left behind once the split is done
+    assert len({r.id for r in racing}) == 1

@@ -295,6 +295,8 @@ async def test_a_failing_system_fails_only_its_sample_and_a_rerun_asks_it_again(
     assert {c[1] for c in repaired.calls} == {"s2", "s3"}
     assert values(again["s3"])["conciseness"] == 0.5
     assert values(again["s2"])["element_coverage"] == pytest.approx(1 / 3)
+    # the run's checks are the successful attempts' checks, not also those the failed attempts planned
+    assert store.count_checks("run-f") == sum(d.n_checks for d in again.values())
 
 
 @pytest.mark.parametrize(("error", "reason"), [
