@@ -397,6 +397,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--llm-concurrency", type=int, default=32)
     parser.add_argument("--sample-concurrency", type=int, default=64)
     parser.add_argument("--batching", type=Batching, nargs="+", default=[Batching.PER_SAMPLE, Batching.PER_KIND])
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs per batching mode (wall time varies "
+                        "with what else the machine does: the median says more than one run)")
     parser.add_argument("--scale", action="store_true", help="the re-run, memory and throughput targets")
     parser.add_argument("--rerun-samples", type=int, default=1000)
     parser.add_argument("--lexical-samples", type=int, default=10000)
@@ -425,13 +427,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     runs = []
     with tempfile.TemporaryDirectory() as folder, sim_server(args.latency_ms, *extra) as sim:
         for batching in args.batching:
-            runs.append(measure_ragcourt(sim, samples, batching, args.llm_concurrency, args.sample_concurrency,
-                                         Path(folder) / str(batching)))
+            for repeat in range(args.repeat):  # each in a new workspace: nothing cached
+                runs.append(measure_ragcourt(sim, samples, batching, args.llm_concurrency, args.sample_concurrency,
+                                             Path(folder) / f"{batching}-{repeat}"))
     print(f"machine: {machine()}")
     hotpot = sum(1 for s in samples if s.metadata.get("source") == "hotpotqa")
     print(f"{len(samples)} samples ({hotpot} HotpotQA, {len(samples) - hotpot} long-form); server latency "
           f"{args.latency_ms:.0f} ms ({args.distribution}), LLM concurrency {args.llm_concurrency}")
     print_runs(runs)
+    if args.repeat > 1:
+        for batching in args.batching:
+            ratios = sorted(run.overhead for run in runs if run.name == f"ragcourt {batching}")
+            print(f"ragcourt {batching}: wall / ideal over {len(ratios)} runs: "
+                  f"{', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
 
 
 if __name__ == "__main__":

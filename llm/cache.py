@@ -1,7 +1,7 @@
 """The cache every LLM call goes through: content-addressed keys, opaque string values.
 
-The SQLite record store implements `LLMCache` (the two method names below); `MemoryCache` is the
-in-process one for tests and one-off scripts.
+The SQLite record store implements `LLMCache` (the two async methods below: its writes share transactions
+with the run's other writes); `MemoryCache` is the in-process one for tests and one-off scripts.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ CACHE_FORMAT_VERSION = 1
 
 @runtime_checkable
 class LLMCache(Protocol):
-    def cache_get(self, key: str) -> str | None: ...
+    async def acache_get(self, key: str) -> str | None: ...
 
-    def cache_put(self, key: str, value: str) -> None: ...
+    async def acache_put(self, key: str, value: str) -> None: ...
 
 
 class MemoryCache:
@@ -47,6 +47,12 @@ class MemoryCache:
         with self._lock:
             self._entries[key] = value
             self.puts += 1
+
+    async def acache_get(self, key: str) -> str | None:
+        return self.cache_get(key)
+
+    async def acache_put(self, key: str, value: str) -> None:
+        self.cache_put(key, value)
 
     def __len__(self) -> int:
         with self._lock:

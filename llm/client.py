@@ -17,7 +17,6 @@ call that already completed, including the first call of an interrupted repair.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
@@ -236,8 +235,7 @@ class LLMClient:
     async def _exchange(self, conversation: list[BaseMessage], schema: type[BaseModel]) -> _Exchange:
         key = self.cache_key(conversation, schema)
         if self._cache is not None:
-            # Off the event loop: a SQLite read or write per call would otherwise stall every other request.
-            stored = await asyncio.to_thread(self._cache.cache_get, key)
+            stored = await self._cache.acache_get(key)
             if stored is not None:
                 try:
                     return _Exchange(reply=ModelReply.model_validate_json(stored), cached=True)
@@ -247,7 +245,7 @@ class LLMClient:
         if attempted.value is None:
             return _Exchange(reply=None, error=attempted.error, attempts=attempted.attempts)
         if self._cache is not None:
-            await asyncio.to_thread(self._cache.cache_put, key, attempted.value.model_dump_json())
+            await self._cache.acache_put(key, attempted.value.model_dump_json())
         return _Exchange(reply=attempted.value, attempts=attempted.attempts)
 
     def _request_kwargs(self, schema: type[BaseModel]) -> dict[str, Any]:

@@ -10,7 +10,6 @@ a scored verdict. Unscored verdicts are excluded and counted. A person's review 
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Sequence
 from statistics import mean
 
@@ -58,7 +57,10 @@ def reconcile_check(
                           provisional=escalated,
                           escalation_reason=f"scores spread {spread:g} > {config.escalate_score_spread:g}"
                           if escalated else None, **base)
-    votes = Counter(v.label for v in scored if v.label is not None)
+    votes: dict[Label, int] = {}  # a dict, not a Counter: this runs for every check of every sample
+    for verdict in scored:
+        if verdict.label is not None:
+            votes[verdict.label] = votes.get(verdict.label, 0) + 1
     top = max(votes.values())
     leaders = [label for label, count in votes.items() if count == top]
     label = leaders[0] if len(leaders) == 1 else next(v.label for v in scored if v.label in leaders)
@@ -72,13 +74,13 @@ def reconcile_check(
     )
 
 
-def _probabilities(scored: Sequence[Verdict], votes: Counter[Label | None]) -> dict[Label, float]:
+def _probabilities(scored: Sequence[Verdict], votes: dict[Label, int]) -> dict[Label, float]:
     with_probs = [v.probabilities for v in scored if v.probabilities]
     if with_probs:
         labels = {label for p in with_probs for label in p}
         return {label: mean(p.get(label, 0.0) for p in with_probs) for label in labels}
     total = sum(votes.values())
-    return {label: count / total for label, count in votes.items() if label is not None}
+    return {label: count / total for label, count in votes.items()}
 
 
 def normal_coverage(state: SampleState, reconciled: dict[str, Reconciled]) -> float | None:
@@ -94,9 +96,9 @@ def normal_coverage(state: SampleState, reconciled: dict[str, Reconciled]) -> fl
 async def reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx, run_id = runtime.context, state["run_id"]
     verdicts = state.get("verdicts", {})
-    stored = await asyncio.to_thread(ctx.store.latest_reviews, run_id)  # check id -> newest review
-    reviews = {**{check_id: r for check_id, r in stored.items() if check_id in state.get("checks", {})},
-               **state.get("reviews", {})}
+    # check id -> newest review, read for this sample's checks only (a run's reviews grow with its samples)
+    stored = await asyncio.to_thread(ctx.store.latest_reviews, run_id, list(state.get("checks", {})))
+    reviews = {**stored, **state.get("reviews", {})}
     decided = {}
     for check in state.get("checks", {}).values():
         jury = [verdicts[k] for k in (verdict_key(check.id, j.judge_id) for j in ctx.judges) if k in verdicts]

@@ -43,6 +43,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
+from ragcourt.stores.group_commit import GroupCommit, Statement
 
 BUSY_TIMEOUT_S = 30.0
 # SQLite limits the number of bound parameters per statement; id lists are queried in slices of this size.
@@ -276,6 +277,11 @@ def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[start : start + _IN_SLICE]
 
 
+def _cache_statements(key: str, value: str) -> list[Statement]:
+    sql = "INSERT OR REPLACE INTO llm_cache (key, value, created_at) VALUES (?, ?, ?)"
+    return [(sql, [(key, value, _utc_text(datetime.now(UTC)))])]
+
+
 def _marks(items: Sequence[Any]) -> str:
     return ", ".join("?" for _ in items)
 
@@ -302,14 +308,23 @@ class RecordStore:
         except BaseException:
             self._conn.close()
             raise
+        # Reads have their own connection: under WAL they see every committed write and never wait for
+        # the write connection's lock (a read no longer queues behind commits).
+        self._read_lock = threading.Lock()
+        self._reader = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        self._reader.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        self._group = GroupCommit(self._write)
 
     @classmethod
     def open(cls, path: str | Path) -> RecordStore:
         return cls(path)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._read_lock:
             self._conn.close()
+            self._reader.close()
 
     def __enter__(self) -> Self:
         return self
@@ -352,14 +367,14 @@ class RecordStore:
             raise
         self._conn.execute("COMMIT")
 
-    def _write(self, statements: Iterable[tuple[str, Sequence[Sequence[Any]]]]) -> None:
+    def _write(self, statements: Iterable[Statement]) -> None:
         with self._lock, self._transaction() as conn:
             for sql, rows in statements:
                 conn.executemany(sql, rows)
 
     def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+        with self._read_lock:
+            return self._reader.execute(sql, params).fetchall()
 
     def _records(self, record_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
         return [record_type.model_validate_json(row[0]) for row in self._select(sql, params)]
@@ -377,6 +392,11 @@ class RecordStore:
 
     def put(self, *records: Record) -> None:
         """Write records that carry their own key fields, all in one transaction."""
+        statements = self._put_statements(records)
+        if statements:
+            self._write(statements)
+
+    def _put_statements(self, records: Sequence[Record]) -> list[Statement]:
         by_table: dict[_Table, list[tuple[Any, ...]]] = {}
         for record in records:
             table = _TABLES.get(type(record))
@@ -385,14 +405,17 @@ class RecordStore:
             if table.given:
                 raise TypeError(f"{type(record).__name__} carries no run_id: write it with put_samples")
             by_table.setdefault(table, []).append(table.row(record))
-        if by_table:
-            self._write((table.upsert_sql(), rows) for table, rows in by_table.items())
+        return [(table.upsert_sql(), rows) for table, rows in by_table.items()]
 
     def put_samples(self, run_id: str, samples: Iterable[Sample]) -> None:
+        statements = self._samples_statements(run_id, samples)
+        if statements:
+            self._write(statements)
+
+    def _samples_statements(self, run_id: str, samples: Iterable[Sample]) -> list[Statement]:
         table = _TABLES[Sample]
         rows = [table.row(sample, run_id) for sample in samples]
-        if rows:
-            self._write([(table.upsert_sql(), rows)])
+        return [(table.upsert_sql(), rows)] if rows else []
 
     def link_checks(self, run_id: str, sample_id: str, check_ids: Iterable[str]) -> None:
         """Record that a run used these (global) checks for a sample."""
@@ -406,8 +429,7 @@ class RecordStore:
         self.put(review)
 
     def cache_put(self, key: str, value: str) -> None:
-        sql = "INSERT OR REPLACE INTO llm_cache (key, value, created_at) VALUES (?, ?, ?)"
-        self._write([(sql, [(key, value, _utc_text(datetime.now(UTC)))])])
+        self._write(_cache_statements(key, value))
 
     # ------------------------------------------------------------------ reads
 
@@ -503,10 +525,18 @@ class RecordStore:
         )
         return self._records(Reconciled, sql, (run_id, str(ReviewAction.SKIP)))
 
-    def latest_reviews(self, run_id: str) -> dict[str, Review]:
-        """The newest review of each reviewed check of the run, by check id."""
+    def latest_reviews(self, run_id: str, check_ids: Sequence[str] | None = None) -> dict[str, Review]:
+        """The newest review of each reviewed check of the run (of these checks only), by check id."""
+        if check_ids is None:
+            reviews = self._listing(Review, {"run_id": run_id})  # ordered oldest first
+        else:
+            reviews = []
+            for part in _slices(list(dict.fromkeys(check_ids))):
+                sql = f"SELECT payload FROM reviews WHERE run_id = ? AND check_id IN ({_marks(part)})"
+                reviews.extend(self._records(Review, sql, [run_id, *part]))
+            reviews.sort(key=lambda review: review.created_at)
         latest: dict[str, Review] = {}
-        for review in self._listing(Review, {"run_id": run_id}):  # ordered oldest first
+        for review in reviews:
             latest[review.check_id] = review
         return latest
 
@@ -690,11 +720,17 @@ class RecordStore:
 
     # ------------------------------------------------------------------ async twins
 
+    # Async writes share transactions with whatever else is being written (stores/group_commit.py).
+
     async def aput(self, *records: Record) -> None:
-        await asyncio.to_thread(self.put, *records)
+        statements = self._put_statements(records)
+        if statements:
+            await self._group.submit(statements)
 
     async def aput_samples(self, run_id: str, samples: Iterable[Sample]) -> None:
-        await asyncio.to_thread(self.put_samples, run_id, list(samples))
+        statements = self._samples_statements(run_id, samples)
+        if statements:
+            await self._group.submit(statements)
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         return await asyncio.to_thread(self.get_verdicts, check_ids, judge_id)
@@ -703,4 +739,4 @@ class RecordStore:
         return await asyncio.to_thread(self.cache_get, key)
 
     async def acache_put(self, key: str, value: str) -> None:
-        await asyncio.to_thread(self.cache_put, key, value)
+        await self._group.submit(_cache_statements(key, value))

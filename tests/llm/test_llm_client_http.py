@@ -164,21 +164,21 @@ async def test_cache_answers_a_repeated_call_with_no_http_request(openai_server:
 
 
 class DictBackedStore:
-    """What the SQLite record store does, reduced to the two method names of the protocol."""
+    """What the SQLite record store does, reduced to the two async methods of the protocol."""
 
     def __init__(self) -> None:
         self.rows: dict[str, str] = {}
         self.gets = 0
 
-    def cache_get(self, key: str) -> str | None:
+    async def acache_get(self, key: str) -> str | None:
         self.gets += 1
         return self.rows.get(key)
 
-    def cache_put(self, key: str, value: str) -> None:
+    async def acache_put(self, key: str, value: str) -> None:
         self.rows[key] = value
 
 
-async def test_any_object_with_cache_get_and_put_is_a_cache(openai_server: FakeOpenAIServer) -> None:
+async def test_any_object_with_async_cache_get_and_put_is_a_cache(openai_server: FakeOpenAIServer) -> None:
     openai_server.builders["Decision"] = answer_yes
     store = DictBackedStore()
     assert isinstance(store, LLMCache)

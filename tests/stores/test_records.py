@@ -244,6 +244,9 @@ def test_reviews_are_all_kept_and_pending_escalations_ignore_skips(store: Record
     assert latest[skipped.id].action is ReviewAction.SKIP
     assert set(latest) == {decided.id, skipped.id}
     assert [r.check_id for r in store.pending_escalations("r1")] == [skipped.id, untouched.id]
+    # one sample's checks only (what reconciliation reads): the newest by time, not by insertion
+    assert store.latest_reviews("r1", [decided.id, untouched.id]) == {decided.id: latest[decided.id]}
+    assert store.latest_reviews("r1", []) == {} and store.latest_reviews("other-run", [decided.id]) == {}
 
 
 def test_finished_samples_are_those_with_ok_diagnostics(store: RecordStore) -> None:
