@@ -296,7 +296,11 @@ def print_runs(runs: Sequence[Measured]) -> None:
         print(f"{run.name:<22}{run.calls / run.samples:>9.2f}{run.per_sample('prompt_tokens'):>14.0f}"
               f"{run.per_sample('completion_tokens'):>14.0f}{run.wall_s:>8.2f}{run.achieved_concurrency:>9.1f}"
               f"{run.ideal_s:>8.2f}{run.overhead:>11.2f}{rerun:>13}{peak:>9}")
+    described: set[str] = set()
     for run in runs:
+        if run.name in described:  # repeats: the table above has each run's figures
+            continue
+        described.add(run.name)
         by_name = ", ".join(f"{name} {count / run.samples:.2f}" for name, count in sorted(run.stats["by_name"].items()))
         print(f"  {run.name}: calls per sample by output schema: {by_name}")
         if run.calls_by_prompt:
