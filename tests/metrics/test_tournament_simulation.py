@@ -51,37 +51,39 @@ N_SEEDS = 50
 INFORMED_SCHEDULE = [(i, i + 1) for i in range(7)] + [(i, i + 2) for i in range(6)] + [(0, 3), (2, 5), (4, 7)]
 
 
-def _match_fn(seed: int):
+def _match_fn(seed: int, strength: dict[str, float] = STRENGTH):
     """The same seed and pair always give the same question draws, in either order of A and B."""
 
     def match(a: str, b: str) -> MatchResult:
         first, second = sorted((a, b))
         draws = random.Random(f"{seed}:{first}:{second}")
-        p_first = 1.0 / (1.0 + math.exp(-(STRENGTH[first] - STRENGTH[second])))
+        p_first = 1.0 / (1.0 + math.exp(-(strength[first] - strength[second])))
         first_wins = [draws.random() < p_first for _ in range(N_QUESTIONS)]
         return MatchResult.from_outcomes([1.0 if won == (a == first) else 0.0 for won in first_wins])
 
     return match
 
 
-def _spearman(ratings: dict[str, float]) -> float:
-    return spearmanr([STRENGTH[s] for s in SYSTEMS], [ratings[s] for s in SYSTEMS]).statistic
+def _spearman(ratings: dict[str, float], strength: dict[str, float] = STRENGTH) -> float:
+    return spearmanr([strength[s] for s in SYSTEMS], [ratings[s] for s in SYSTEMS]).statistic
 
 
-def _tournaments(mode: TournamentMode, rounds: int | None) -> list[TournamentResult]:
+def _tournaments(mode: TournamentMode, rounds: int | None,
+                 strength: dict[str, float] = STRENGTH) -> list[TournamentResult]:
     results = []
     for seed in range(N_SEEDS):
         order = SYSTEMS[:]
         random.Random(seed).shuffle(order)  # the schedule must not know the true order
         results.append(
-            run_tournament(order, _match_fn(seed), mode=mode, rounds=rounds, seed=seed, n_bootstrap=0)
+            run_tournament(order, _match_fn(seed, strength), mode=mode, rounds=rounds, seed=seed, n_bootstrap=0)
         )
     return results
 
 
-def _elo_and_refit(results: list[TournamentResult]) -> tuple[float, float, int]:
-    elo = mean(_spearman({st.system: st.elo for st in r.standings}) for r in results)
-    refit = mean(_spearman(r.refitted.ratings) for r in results)  # type: ignore[arg-type]
+def _elo_and_refit(results: list[TournamentResult],
+                   strength: dict[str, float] = STRENGTH) -> tuple[float, float, int]:
+    elo = mean(_spearman({st.system: st.elo for st in r.standings}, strength) for r in results)
+    refit = mean(_spearman(r.refitted.ratings, strength) for r in results)  # type: ignore[arg-type]
     (n_matches,) = {r.n_matches for r in results}
     return elo, refit, n_matches
 
@@ -116,3 +118,24 @@ def test_swiss_against_round_robin_over_50_seeds():
     assert swiss_refit > swiss + 0.03  # ... once the ratings are refitted on all played matches
     # the issue's claim (swiss >= round robin) does not hold: not even an informed 16-match schedule reaches it
     assert full > swiss_refit and full > informed
+
+
+def test_round_robin_stays_ahead_and_the_gap_closes_as_systems_move_apart():
+    """Where the claim can hold: the same simulation with neighbours 0.29, 0.5 and 0.75 logits apart (57 %,
+    62 %, 68 % question win rates). Round robin plays every pair Swiss plays (with the same question draws)
+    and more, so it is never behind; the refitted Swiss ratings close the gap as the systems separate, and at
+    0.75 both formats rank (almost) perfectly. Measured over 50 seeds:
+        0.29: Swiss Elo 0.921, refit 0.965; round robin 0.980
+        0.50: Swiss Elo 0.937, refit 0.992; round robin 0.995
+        0.75: Swiss Elo 0.943, refit 0.999; round robin 1.000
+    """
+    gaps = []
+    for neighbours in (1 / 3.5, 0.5, 0.75):
+        strength = {s: (3.5 - i) * neighbours for i, s in enumerate(SYSTEMS)}
+        swiss, swiss_refit, _ = _elo_and_refit(_tournaments(TournamentMode.SWISS, None, strength), strength)
+        full, _, _ = _elo_and_refit(_tournaments(TournamentMode.ROUND_ROBIN, None, strength), strength)
+        print(f"\nneighbours {neighbours:.2f} logits apart: swiss Elo {swiss:.3f}, refit {swiss_refit:.3f}; "
+              f"round robin {full:.3f}")
+        assert full >= swiss_refit > swiss
+        gaps.append(full - swiss_refit)
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 0.005
