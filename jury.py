@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from ragcourt.combined_checks import CombinedJudgements, read_labels, render_combined
 from ragcourt.decision_tokens import verdict_probabilities
-from ragcourt.llm.client import LLMClient
+from ragcourt.llm.client import LLMClient, StructuredResult
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Check, CheckKind, Label, TokenUsage, UnscoredReason, Verdict, VerdictStatus
 from ragcourt.text import content_tokens, overlap, sentences
@@ -158,12 +158,12 @@ class LLMJudge:
         result = await self.client.structured_call(
             [SystemMessage(_SYSTEM), HumanMessage(prompt)], schema
         )
-        meta = self._meta(layout.prompt, result.usage, time.perf_counter() - started, len(checks), result.raw_text)
+        metas = self._metas(layout.prompt, result, started, len(checks))
         if result.value is None:
             return [
                 Verdict(check_id=c.id, status=VerdictStatus.UNSCORED, unscored_reason=result.reason,
                         detail=result.detail, **meta)
-                for c in checks
+                for c, meta in zip(checks, metas, strict=True)
             ]
         by_subject = {
             shown_items[_shown_id(j.item_id)]: j
@@ -171,7 +171,7 @@ class LLMJudge:
             if _shown_id(j.item_id) in shown_items
         }
         verdicts = []
-        for check in checks:
+        for check, meta in zip(checks, metas, strict=True):
             judgement = by_subject.get(check.subject_id)
             if judgement is None:
                 verdicts.append(Verdict(
@@ -189,16 +189,20 @@ class LLMJudge:
             ))
         return verdicts
 
-    def _meta(self, prompt: PromptId, usage: TokenUsage, latency: float, share: int, raw: str | None) -> dict:
-        # A batched call's tokens and latency are shared by its checks; usage is kept whole on each
-        # verdict's batch only once via the UsageMeter, so verdicts carry the per-check share.
+    def _meta(self, prompt: PromptId, usage: TokenUsage, latency: float, share: int, raw: str | None,
+              index: int = 0) -> dict:
+        # A batched call's tokens and latency are shared by its checks: verdict `index` of `share` carries its
+        # part, and the parts add up to the call's tokens exactly (the UsageMeter counts the call once).
         return {
             "judge_id": self.judge_id, "model_id": self.client.model_id, "prompt_id": str(prompt),
             "prompt_hash": load_prompt(prompt).hash, "raw_output": raw, "latency_s": latency / share,
-            "usage": TokenUsage(
-                prompt_tokens=usage.prompt_tokens // share, completion_tokens=usage.completion_tokens // share,
-            ),
+            "usage": TokenUsage(prompt_tokens=_part(usage.prompt_tokens, share, index),
+                                completion_tokens=_part(usage.completion_tokens, share, index)),
         }
+
+    def _metas(self, prompt: PromptId, result: StructuredResult[Any], started: float, count: int) -> list[dict]:
+        latency = time.perf_counter() - started
+        return [self._meta(prompt, result.usage, latency, count, result.raw_text, i) for i in range(count)]
 
     async def _ask_one(self, check: Check, prompt: PromptId, text: str, schema: type[S]) -> tuple[S | None, dict, Verdict | None]:
         """One structured call for one check: the parsed value, the verdict metadata, or the unscored verdict."""
@@ -220,14 +224,13 @@ class LLMJudge:
         result = await self.client.structured_call(
             [SystemMessage(_SYSTEM), HumanMessage(batch.prompt)], CombinedJudgements
         )
-        meta = self._meta(PromptId.JUDGE_COMBINED, result.usage, time.perf_counter() - started, len(checks),
-                          result.raw_text)
+        metas = self._metas(PromptId.JUDGE_COMBINED, result, started, len(checks))
         if result.value is None:
             return [Verdict(check_id=c.id, status=VerdictStatus.UNSCORED, unscored_reason=result.reason,
-                            detail=result.detail, **meta) for c in checks]
+                            detail=result.detail, **meta) for c, meta in zip(checks, metas, strict=True)]
         labels = read_labels(batch, result.value, checks)
         verdicts = []
-        for check in checks:
+        for check, meta in zip(checks, metas, strict=True):
             decided = labels[check.id]
             if decided is None:
                 verdicts.append(Verdict(
@@ -361,3 +364,10 @@ def _token_f1(prediction: str, reference: str) -> float:
         return 0.0
     precision, recall = common / len(predicted), common / len(wanted)
     return 2 * precision * recall / (precision + recall)
+
+
+def _part(total: int, parts: int, index: int) -> int:
+    """Part `index` of `total` split into `parts` near-equal integers that add up to it (the first get one
+    more when it does not divide)."""
+    base, extra = divmod(total, parts)
+    return base + (1 if index < extra else 0)

@@ -320,9 +320,12 @@ async def test_verdicts_carry_judge_model_and_prompt(scripted_model: MakeModel) 
         assert (verdict.judge_id, verdict.model_id) == ("mini", "scripted:judge")
         assert (verdict.prompt_id, verdict.prompt_hash) == ("judge_element_in_context", prompt.hash)
         assert verdict.raw_output is not None and '"judgements"' in verdict.raw_output
-    # the batch's prompt tokens (characters // 4 in the scripted model) are shared by its three checks
+    # the batch's prompt tokens (characters // 4 in the scripted model) are shared by its three checks, in
+    # parts that add up to the call's tokens exactly (the first ones carry the remainder)
     batch_prompt_tokens = prompt_chars(model.requests[0].messages) // 4
-    assert verdicts[0].usage.prompt_tokens == batch_prompt_tokens // 3
+    parts = [v.usage.prompt_tokens for v in verdicts]
+    assert sum(parts) == batch_prompt_tokens and max(parts) - min(parts) <= 1
+    assert parts == sorted(parts, reverse=True) and parts[-1] == batch_prompt_tokens // 3
 
 
 def link_by_keyword(request: ScriptedRequest) -> dict[str, Any]:
@@ -444,3 +447,18 @@ async def test_llm_pairwise_unparseable_is_unscored(scripted_model: MakeModel) -
     (verdict,) = await llm_judge(model).judge(CheckKind.PAIRWISE, [item])
     assert verdict.status is VerdictStatus.UNSCORED and verdict.unscored_reason is UnscoredReason.PARSE_FAILURE
     assert verdict.raw_output == '{"analysis": "x", "decision": "D"}'
+
+
+async def test_a_batch_s_tokens_are_split_over_its_verdicts_without_loss(scripted_model: MakeModel) -> None:
+    """Whatever the batch size, the verdicts' token parts add up to the call's tokens."""
+    remainders = []
+    checks = element_checks()
+    for batch in (checks[:2], checks[1:], checks[::2], [checks[1]], checks):
+        size = len(batch)
+        model = scripted_model(builders={"BinaryJudgements": answer_by_text})
+        verdicts = await llm_judge(model).judge(CheckKind.ELEMENT_IN_CONTEXT, batch)
+        total = prompt_chars(model.requests[0].messages) // 4
+        parts = [v.usage.prompt_tokens for v in verdicts]
+        assert sum(parts) == total and max(parts) - min(parts) <= 1
+        remainders.append(total % size)
+    assert any(remainders)  # at least one size did not divide its total: the remainder was placed, not dropped
