@@ -4,6 +4,7 @@ element list changed since a base run, and reuses every other row of the base ru
 A sample is re-run when
 - it is not in the base run (new), or its stored sample differs from the given one (content hash): the
   reasons name the changed fields, "reference_answer" first;
+- it failed in the base run (the system raised): a new run would otherwise carry the failure over untried;
 - its element list now differs from the one the base run judged: the ids of the elements the decomposer
   node would build today (frozen, possibly edited list; pointer rule as configured) are compared with the
   element ids in the base run's diagnostics. Comparing contents, not timestamps, also catches an edit
@@ -24,12 +25,13 @@ from pathlib import Path
 from ragcourt.config import EvalConfig, Method
 from ragcourt.element_lists import current_elements
 from ragcourt.runner import CONFIG_FILE, DIAGNOSTICS_FILE, Runner
-from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, content_id
+from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus, content_id
 from ragcourt.state import EvalContext
 from ragcourt.stores.records import RecordStore
 
 NEW_SAMPLE = "not in the base run"
 NO_BASE_ROW = "no diagnostics in the base run"
+FAILED_IN_BASE = "failed in the base run"
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ def plan_changes(store: RecordStore, base_run_id: str, samples: Sequence[Sample]
             reasons = [f"{name} changed" for name in _changed_fields(old, sample)]
         elif sample.id not in base_rows:
             reasons = [NO_BASE_ROW]
+        elif base_rows[sample.id].status is SampleStatus.FAILED:  # evaluated again, not copied as a failure
+            reasons = [f"{FAILED_IN_BASE}: {base_rows[sample.id].error}"]
         else:
             reasons = _element_change(store, context, config, sample, base_rows[sample.id])
         if reasons:

@@ -19,7 +19,7 @@ from ragcourt.element_lists import export_lines, import_lines
 from ragcourt.jury import BaselineJudge, BaselineRule
 from ragcourt.rerun import NEW_SAMPLE, arerun_changed, plan_changes
 from ragcourt.runner import Runner
-from ragcourt.schema import Check, CheckKind, Chunk, Condition, Sample, Verdict
+from ragcourt.schema import Check, CheckKind, Chunk, Condition, Sample, SampleStatus, Verdict
 from ragcourt.state import EvalContext
 from ragcourt.stores.records import RecordStore
 from ragcourt.summary import summarize
@@ -144,3 +144,24 @@ def test_cli_rerun_prints_the_rows_and_when(tmp_path):
     assert "s3" in text and "reference_answer changed" in text and "evaluated at (UTC)" in text
     missing = runner.invoke(app, ["rerun", "--changed", "nope", "--home", str(home)])
     assert missing.exit_code == 2 and "no run 'nope'" in missing.output
+
+
+async def test_a_sample_that_failed_in_the_base_run_is_evaluated_again_not_copied(tmp_path):
+    with RecordStore(tmp_path / "store.sqlite") as store:
+        ctx, _, _ = context(store)
+        broken = CountingSystem()
+
+        async def crash(sample, chunks, condition):
+            raise RuntimeError(f"generator down for {sample.id}")
+
+        broken.generate = crash  # type: ignore[method-assign]
+        ctx.system = broken
+        base_rows = [d async for d in Runner(ctx, "base", tmp_path / "runs" / "base").astream(SAMPLES[:1])]
+        assert base_rows[0].error == "RuntimeError: generator down for s1"
+
+        ctx, system, _ = context(store)
+        result = await arerun_changed(ctx, "base", SAMPLES[:1], runs_home=tmp_path / "runs")
+    assert [(c.sample_id, c.reasons) for c in result.plan.changed] == [
+        ("s1", ("failed in the base run: RuntimeError: generator down for s1",))]
+    assert system.calls[("generate", "s1")] == 1 and result.copied == ()
+    assert [d.status for d in result.rerun] == [SampleStatus.OK]
