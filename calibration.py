@@ -73,6 +73,10 @@ class Agreement(BaseModel):
     kappa_ci: ConfidenceInterval
     labels: tuple[Label, ...]
     confusion: tuple[tuple[int, ...], ...]  # rows: the reference's labels, columns: the rater's
+    # Why items are left out: the reference has no label for them (for the agreeing-annotators reference:
+    # the annotators disagree), or the rater gave none (unscored, or a split jury).
+    n_without_reference: int = 0
+    n_rater_undecided: int = 0
 
 
 class Correlation(BaseModel):
@@ -117,6 +121,8 @@ def agreement(
         kappa=cohens_kappa(rated, truth),
         kappa_ci=bootstrap_ci(_statistic(cohens_kappa), pairs, seed=seed, n_resamples=n_resamples),
         labels=tuple(labels), confusion=confusion_matrix(truth, rated, labels),
+        n_without_reference=sum(t is None for t in truth),
+        n_rater_undecided=sum(t is not None and r is None for t, r in zip(truth, rated, strict=True)),
     )
 
 

@@ -42,14 +42,17 @@ def print_calibration(report: KindCalibration) -> None:
                    "95% bootstrap intervals over items")
     if report.agreements or report.ceiling:
         table = Table(title=title)
-        for column in ("rater", "reference", "n", "unscored", "accuracy", "Cohen's kappa"):
+        for column in ("rater", "reference", "n", "rater undecided", "no reference label", "accuracy",
+                       "Cohen's kappa"):
             table.add_column(column)
         for row in (*report.agreements, *report.ceiling):
-            table.add_row(escape(row.rater), escape(row.reference), str(row.accuracy.n), str(row.accuracy.n_unscored),
-                          _value(row.accuracy, row.accuracy_ci), _value(row.kappa, row.kappa_ci))
+            table.add_row(escape(row.rater), escape(row.reference), str(row.accuracy.n), str(row.n_rater_undecided),
+                          str(row.n_without_reference), _value(row.accuracy, row.accuracy_ci),
+                          _value(row.kappa, row.kappa_ci))
         console.print(table)
         if report.ceiling:
-            console.print("(annotator rows at the bottom: human against human, the ceiling for a judge)")
+            console.print("(annotator rows at the bottom: human against human, the ceiling for a judge; for "
+                          "'agreeing annotators' an item has no reference label when the annotators disagree)")
         console.print(f"Fleiss' kappa among the judges: {_value(report.fleiss_judges)} "
                       f"(items every judge decided: {report.fleiss_judges.n})")
         shown = [a for a in report.agreements if a.rater == report.raters[-1]]
