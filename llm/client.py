@@ -27,8 +27,8 @@ from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragcourt.llm import openai_wire
@@ -272,7 +272,7 @@ class LLMClient:
             else conversation
         )
         kwargs = self._request_kwargs(schema)
-        if isinstance(self.model, ChatOpenAI):
+        if openai_wire.is_direct(self.model):
             # The request ChatOpenAI would send, posted by the openai client it holds: the endpoint slot is
             # held for the HTTP exchange only, without LangChain's callback layer and its thread hop per call
             # (measured in BENCHMARKS.md). Errors are the openai SDK's own, so retries classify them as before.
@@ -280,10 +280,18 @@ class LLMClient:
             async with self._limiter if self._limiter is not None else contextlib.nullcontext():
                 completion = await openai_wire.post(self.model, body)
             return openai_wire.reply_from_completion(completion)
-        runnable = self.model.bind(**kwargs)
+        runnable = self._bound_model(schema, kwargs)
         async with self._limiter if self._limiter is not None else contextlib.nullcontext():
             message = await runnable.ainvoke(sent)
         return _reply_from_message(message)
+
+    def _bound_model(self, schema: type[BaseModel], kwargs: dict[str, Any]) -> Runnable[Any, BaseMessage]:
+        """Any other LangChain chat model: tools through its own bind_tools, which turns the OpenAI tool into
+        the provider's format (a plain bind would hand it OpenAI's)."""
+        if self.method is StructuredMethod.FUNCTION_CALLING:
+            rest = {key: value for key, value in kwargs.items() if key not in ("tools", "tool_choice")}
+            return self.model.bind_tools(kwargs["tools"], tool_choice=output_schema_name(schema), **rest)
+        return self.model.bind(**kwargs)
 
     # ------------------------------------------------------------------ the result
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
@@ -19,6 +19,12 @@ from openai.types.chat import ChatCompletion
 from ragcourt.llm.reply import ModelReply, filtered_refusal, token_logprobs
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
+
+
+def is_direct(model: object) -> TypeGuard[ChatOpenAI]:
+    """A ChatOpenAI on the Chat Completions API, unstreamed: what the direct path sends the same as it.
+    One set up for the Responses API or streaming keeps the LangChain path."""
+    return isinstance(model, ChatOpenAI) and not model.use_responses_api and not model.streaming
 
 
 def request_body(model: ChatOpenAI, messages: Sequence[BaseMessage], kwargs: dict[str, Any]) -> dict[str, Any]:

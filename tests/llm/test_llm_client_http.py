@@ -20,12 +20,14 @@ from fakes.openai_server import (
     truncated,
 )
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from ragcourt.llm.cache import LLMCache, MemoryCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.limits import EndpointLimiter
+from ragcourt.llm.openai_wire import is_direct
 from ragcourt.llm.retry import RetryPolicy
 from ragcourt.llm.spec import ModelSpec, StructuredMethod
 from ragcourt.llm.usage import UsageMeter
@@ -502,3 +504,10 @@ def test_one_endpoint_works_across_event_loops(openai_server: FakeOpenAIServer) 
         )
         assert (result.status, result.detail) == (VerdictStatus.OK, None)
     assert openai_server.count(CHAT_PATH) == 2
+
+
+def test_only_a_plain_chat_completions_chatopenai_takes_the_direct_path() -> None:
+    plain = {"model": "m", "api_key": "k", "base_url": "http://127.0.0.1:9/v1"}
+    assert is_direct(ChatOpenAI(**plain))
+    assert not is_direct(ChatOpenAI(**plain, use_responses_api=True))
+    assert not is_direct(ChatOpenAI(**plain, streaming=True))

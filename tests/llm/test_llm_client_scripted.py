@@ -148,3 +148,23 @@ async def test_programmer_errors_raise(scripted_model: MakeModel) -> None:
         LLMClient(model, model_id="m", method=StructuredMethod.AUTO)
     with pytest.raises(TypeError, match="pydantic model class"):
         await LLMClient(model, model_id="m").structured_call(QUESTION, dict)  # type: ignore[type-var]
+
+
+class ProviderToolsModel(ScriptedChatModel):
+    """A LangChain chat model of another provider: its bind_tools turns OpenAI tools into its own format."""
+
+    bound: list[tuple[list[str], object, dict]] = Field(default_factory=list)
+
+    def bind_tools(self, tools, *, tool_choice=None, **kwargs):  # type: ignore[no-untyped-def]
+        self.bound.append(([t["function"]["name"] for t in tools], tool_choice, kwargs))
+        return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
+
+
+async def test_other_chat_models_get_tools_through_their_own_bind_tools() -> None:
+    """Only ChatOpenAI takes the direct request path; any other model is bound the LangChain way, so a
+    provider's own tool format (Anthropic's, Bedrock's...) is what it receives."""
+    model = ProviderToolsModel(builders={"Verdict": lambda request: {"label": "no", "confidence": 0.2}})
+    result = await LLMClient(model, model_id="provider:judge", params={"logprobs": True, "top_logprobs": 3}
+                             ).structured_call(QUESTION, Verdict)
+    assert result.value == Verdict(label="no", confidence=0.2)
+    assert model.bound == [(["Verdict"], "Verdict", {"logprobs": True, "top_logprobs": 3})]
