@@ -1,4 +1,5 @@
-"""The report's queries over a 10,000-sample store: `summarize`, report `collect` and `write_report`.
+"""The report's queries over a 10,000-sample store: `summarize`, report `collect` and `write_report`, and
+the export of every table (`ragcourt report RUN --export DIR`: every check and verdict, a slice at a time).
 
     python bench/report_queries.py                      # builds the store (lexical judge, ~3-5 min), then times
     python bench/report_queries.py --home DIR --keep    # build once into DIR and keep it
@@ -59,6 +60,25 @@ def time_queries(home: Path) -> dict[str, Any]:
             "peak_mb": _peak_mb()}
 
 
+def time_export(home: Path) -> dict[str, Any]:
+    """Another process: what `ragcourt report RUN --export DIR` does after the page, with its own peak."""
+    from ragcourt.report.data import collect
+    from ragcourt.report.export import export_run
+    from ragcourt.report.sections import method_sections
+    from ragcourt.stores.records import RecordStore
+
+    store = RecordStore(home / "store.sqlite")
+    try:
+        started = time.perf_counter()
+        data = collect(store, RUN_ID)
+        written = export_run(store, data, method_sections(store, data), home / "export")
+        seconds = time.perf_counter() - started
+    finally:
+        store.close()
+    return {"export_s": seconds, "files": len(written), "export_mb": sum(p.stat().st_size for p in written) / 1e6,
+            "peak_mb": _peak_mb()}
+
+
 def build_store(home: Path, samples: int) -> dict[str, Any]:
     output = subprocess.run([sys.executable, str(COST_SPEED), "--part", "lexical", str(home), str(samples)],
                             check=True, capture_output=True, text=True).stdout
@@ -71,6 +91,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--keep", action="store_true", help="keep a store built into --home")
     parser.add_argument("--time-only", type=Path, help=argparse.SUPPRESS)  # internal: the timing process
+    parser.add_argument("--export-only", type=Path, help=argparse.SUPPRESS)  # internal: the export process
     return parser.parse_args(argv)
 
 
@@ -78,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.time_only:
         print(json.dumps(time_queries(args.time_only)))
+        return
+    if args.export_only:
+        print(json.dumps(time_export(args.export_only)))
         return
     home = args.home or Path(tempfile.mkdtemp(prefix="ragcourt-report-queries-"))
     built = not (home / "store.sqlite").exists()
@@ -94,6 +118,11 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"{found['collect_s']:.2f} s, write_report {found['write_report_s']:.2f} s "
               f"({found['report_mb']:.1f} MB, {found['drill_down']} questions in the drill-down), "
               f"peak {found['peak_mb']:.0f} MB")
+        output = subprocess.run([sys.executable, __file__, "--export-only", str(home)], check=True,
+                                capture_output=True, text=True).stdout
+        exported = json.loads(output.strip().splitlines()[-1])
+        print(f"export of every table (collect + export_run): {exported['export_s']:.1f} s, {exported['files']} "
+              f"files, {exported['export_mb']:.0f} MB on disk, peak {exported['peak_mb']:.0f} MB")
     finally:
         if built and not (args.home and args.keep):
             shutil.rmtree(home, ignore_errors=True)

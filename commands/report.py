@@ -37,7 +37,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (opens offline; no script, no external resource)."""
     from ragcourt.report.data import DRILL_DOWN_QUESTIONS, collect
-    from ragcourt.report.export import export_tables, report_tables
+    from ragcourt.report.export import export_run
     from ragcourt.report.html import render_report
     from ragcourt.report.sections import method_sections
 
@@ -49,8 +49,7 @@ def report(
     store = workspace.open_store()
     try:
         try:
-            # the exports need every question's checks; the page shows a capped drill-down either way
-            data = collect(store, run_id, prices, drill_down=None if export is not None else DRILL_DOWN_QUESTIONS)
+            data = collect(store, run_id, prices, drill_down=DRILL_DOWN_QUESTIONS)
         except LookupError as error:
             console.print(f"[red]error:[/red] {escape(str(error))}")
             raise typer.Exit(2) from None
@@ -59,8 +58,8 @@ def report(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render_report(data, sections), encoding="utf-8")
         console.print(f"report: {escape(str(target))} ({target.stat().st_size / 1024:.0f} KiB)")
-        if export is not None:
-            written = export_tables(report_tables(data, sections), export)
+        if export is not None:  # every question's checks and verdicts, read a slice at a time
+            written = export_run(store, data, sections, export)
             console.print(f"exported {len(written) // 2} tables as CSV and Parquet to {escape(str(export))}")
     finally:
         store.close()

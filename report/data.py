@@ -253,14 +253,22 @@ def _group(items: Sequence[Any], key: str) -> dict[str, list[Any]]:
     return grouped
 
 
-def _views(store: RecordStore, run_id: str, sample_ids: Sequence[str], every: bool) -> list[SampleView]:
-    """The drill-down records of these questions (every: all of the run's): checks, verdicts, decisions,
-    answers, chunks, whole diagnostics."""
+def check_views(store: RecordStore, run_id: str, sample_ids: Sequence[str]) -> list[CheckView]:
+    """Every check of these questions with its verdicts, the jury's decision and the latest human decision,
+    in the store's order (the exports read a run this way, a slice of questions at a time)."""
     checks = store.checks_of_samples(run_id, sample_ids)
     check_ids = [c.id for c in checks]
     verdicts_by_check = _group(store.get_verdicts(check_ids), "check_id") if checks else {}
     reconciled = {r.check_id: r for r in store.reconciled_of_checks(run_id, check_ids)}
-    reviews = store.latest_reviews(run_id)
+    reviews = store.latest_reviews(run_id, check_ids)
+    return [CheckView(check=c, verdicts=tuple(verdicts_by_check.get(c.id, ())), reconciled=reconciled.get(c.id),
+                      review=reviews.get(c.id)) for c in checks]
+
+
+def _views(store: RecordStore, run_id: str, sample_ids: Sequence[str], every: bool) -> list[SampleView]:
+    """The drill-down records of these questions (every: all of the run's): checks, verdicts, decisions,
+    answers, chunks, whole diagnostics."""
+    checks = check_views(store, run_id, sample_ids)
     if every:  # one query each instead of one per question
         answers = store.get_answers(run_id)
         retrieved = store.get_retrievals(run_id)
@@ -272,7 +280,9 @@ def _views(store: RecordStore, run_id: str, sample_ids: Sequence[str], every: bo
     answers_by_sample = _group(answers, "sample_id")
     retrievals = {r.sample_id: r for r in retrieved if r.condition == NORMAL}
     diagnostics = {d.sample_id: d for d in stored}
-    checks_by_sample = _group(checks, "sample_id")
+    checks_by_sample: dict[str, list[CheckView]] = {}
+    for view in checks:
+        checks_by_sample.setdefault(view.check.sample_id, []).append(view)
     views = []
     for sample in store.get_samples(run_id, None if every else sample_ids):
         mine = answers_by_sample.get(sample.id, [])
@@ -284,11 +294,7 @@ def _views(store: RecordStore, run_id: str, sample_ids: Sequence[str], every: bo
             other_answers=tuple(a for a in mine if a.condition != NORMAL),
             chunks=retrieval.chunks if retrieval else (),
             alignment=alignment(found.alignment_graph if found else None),
-            checks=tuple(
-                CheckView(check=c, verdicts=tuple(verdicts_by_check.get(c.id, ())), reconciled=reconciled.get(c.id),
-                          review=reviews.get(c.id))
-                for c in checks_by_sample.get(sample.id, ())
-            ),
+            checks=tuple(checks_by_sample.get(sample.id, ())),
         ))
     return views
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from ragcourt.report.data import ReportData
+from ragcourt.report.data import CheckView, ReportData, check_views
 from ragcourt.report.sections import NamedTable, Section, metric_frame
+from ragcourt.stores.records import RecordStore
 
 
 def judge_frame(data: ReportData) -> pd.DataFrame:
@@ -48,10 +52,25 @@ def element_frame(data: ReportData) -> pd.DataFrame:
     )
 
 
-def verdict_frame(data: ReportData) -> pd.DataFrame:
-    columns = ["check_id", "sample_id", "kind", "condition", "subject", "target_id", "judge", "status", "label",
-               "score", "probabilities", "rationale", "unscored_reason", "model_id", "prompt_tokens",
-               "completion_tokens"]
+VERDICT_COLUMNS = {
+    "check_id": pa.string(), "sample_id": pa.string(), "kind": pa.string(), "condition": pa.string(),
+    "subject": pa.string(), "target_id": pa.string(), "judge": pa.string(), "status": pa.string(),
+    "label": pa.string(), "score": pa.float64(), "probabilities": pa.string(), "rationale": pa.string(),
+    "unscored_reason": pa.string(), "model_id": pa.string(), "prompt_tokens": pa.int64(),
+    "completion_tokens": pa.int64(),
+}
+DECISION_COLUMNS = {
+    "check_id": pa.string(), "sample_id": pa.string(), "kind": pa.string(), "condition": pa.string(),
+    "subject": pa.string(), "target_id": pa.string(), "label": pa.string(), "score": pa.float64(),
+    "agreement": pa.float64(), "method": pa.string(), "escalated": pa.bool_(), "escalation_reason": pa.string(),
+    "provisional": pa.bool_(), "reviewer": pa.string(), "review_action": pa.string(), "review_label": pa.string(),
+    "review_score": pa.float64(), "accepted_judge": pa.string(), "review_comment": pa.string(),
+}
+
+
+def verdict_frame(checks: Sequence[CheckView]) -> pd.DataFrame:
+    """One row per verdict of these checks."""
+    columns = list(VERDICT_COLUMNS)
     return pd.DataFrame(
         [{"check_id": c.check.id, "sample_id": c.check.sample_id, "kind": str(c.check.kind),
           "condition": c.check.condition.key, "subject": c.check.subject_text, "target_id": c.check.target_id,
@@ -61,32 +80,29 @@ def verdict_frame(data: ReportData) -> pd.DataFrame:
                                                                            v.probabilities.items()}),
           "rationale": v.rationale, "unscored_reason": None if v.unscored_reason is None else str(v.unscored_reason),
           "model_id": v.model_id, "prompt_tokens": v.usage.prompt_tokens, "completion_tokens": v.usage.completion_tokens}
-         for s in data.samples for c in s.checks for v in c.verdicts],
+         for c in checks for v in c.verdicts],
         columns=columns,
     )
 
 
-def decision_frame(data: ReportData) -> pd.DataFrame:
+def decision_frame(checks: Sequence[CheckView]) -> pd.DataFrame:
     """One row per check: the jury's decision and the latest human decision."""
-    columns = ["check_id", "sample_id", "kind", "condition", "subject", "target_id", "label", "score", "agreement",
-               "method", "escalated", "escalation_reason", "provisional", "reviewer", "review_action",
-               "review_label", "review_score", "accepted_judge", "review_comment"]
+    columns = list(DECISION_COLUMNS)
     rows = []
-    for s in data.samples:
-        for c in s.checks:
-            r, h = c.reconciled, c.review
-            rows.append({
-                "check_id": c.check.id, "sample_id": c.check.sample_id, "kind": str(c.check.kind),
-                "condition": c.check.condition.key, "subject": c.check.subject_text, "target_id": c.check.target_id,
-                "label": None if r is None or r.label is None else str(r.label), "score": r.score if r else None,
-                "agreement": r.agreement if r else None, "method": str(r.method) if r else None,
-                "escalated": r.escalated if r else None, "escalation_reason": r.escalation_reason if r else None,
-                "provisional": r.provisional if r else None, "reviewer": h.reviewer if h else None,
-                "review_action": str(h.action) if h else None,
-                "review_label": None if h is None or h.label is None else str(h.label),
-                "review_score": h.score if h else None, "accepted_judge": h.accepted_judge if h else None,
-                "review_comment": h.comment if h else None,
-            })
+    for c in checks:
+        r, h = c.reconciled, c.review
+        rows.append({
+            "check_id": c.check.id, "sample_id": c.check.sample_id, "kind": str(c.check.kind),
+            "condition": c.check.condition.key, "subject": c.check.subject_text, "target_id": c.check.target_id,
+            "label": None if r is None or r.label is None else str(r.label), "score": r.score if r else None,
+            "agreement": r.agreement if r else None, "method": str(r.method) if r else None,
+            "escalated": r.escalated if r else None, "escalation_reason": r.escalation_reason if r else None,
+            "provisional": r.provisional if r else None, "reviewer": h.reviewer if h else None,
+            "review_action": str(h.action) if h else None,
+            "review_label": None if h is None or h.label is None else str(h.label),
+            "review_score": h.score if h else None, "accepted_judge": h.accepted_judge if h else None,
+            "review_comment": h.comment if h else None,
+        })
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -98,14 +114,20 @@ def report_tables(data: ReportData, sections: Sequence[Section]) -> list[NamedTa
     """
     if data.omitted:
         raise ValueError(f"the drill-down leaves out {data.omitted} questions: read the run with "
-                         "collect(store, run_id, drill_down=None) to export every check")
+                         "collect(store, run_id, drill_down=None) to export every check, or use export_run")
+    checks = [c for sample in data.samples for c in sample.checks]
+    run, judges, samples, elements, *method_tables = _whole_run_tables(data, sections)
+    return [run, judges, samples, elements, NamedTable("decisions", "Decisions per check", decision_frame(checks)),
+            NamedTable("verdicts", "Verdicts", verdict_frame(checks)), *method_tables]
+
+
+def _whole_run_tables(data: ReportData, sections: Sequence[Section]) -> list[NamedTable]:
+    """The tables read from every question's row and diagnostics, whatever the drill-down holds."""
     tables = [
         NamedTable("run_metrics", "Run metrics", metric_frame(data.summary.metrics)),
         NamedTable("judges", "Judges", judge_frame(data)),
         NamedTable("samples", "Samples", sample_frame(data)),
         NamedTable("elements", "Elements", element_frame(data)),
-        NamedTable("decisions", "Decisions per check", decision_frame(data)),
-        NamedTable("verdicts", "Verdicts", verdict_frame(data)),
     ]
     for section in sections:
         tables.extend(section.tables)
@@ -147,4 +169,34 @@ def export_tables(tables: Sequence[NamedTable], directory: Path) -> list[Path]:
         _spreadsheet_safe(table.frame).to_csv(csv_path, index=False)
         _parquet_safe(table.frame).to_parquet(parquet_path, index=False)
         written += [csv_path, parquet_path]
+    return written
+
+
+EXPORT_SLICE = 500  # questions whose checks and verdicts are read and written at a time
+
+
+def export_run(store: RecordStore, data: ReportData, sections: Sequence[Section], directory: Path,
+               *, slice_size: int = EXPORT_SLICE) -> list[Path]:
+    """Every table of the run as CSV and Parquet, the per-check and per-verdict ones written a slice of
+    questions at a time, so memory stays that of a slice whatever the run's size (`data` may have a cut
+    drill-down: its per-question rows and diagnostics cover every question either way). The files are the
+    ones export_tables writes for report_tables of the whole run."""
+    written = export_tables(_whole_run_tables(data, sections), directory)
+    ids = [row.sample_id for row in data.rows]
+    tables = (("decisions", decision_frame, DECISION_COLUMNS), ("verdicts", verdict_frame, VERDICT_COLUMNS))
+    with ExitStack() as files:
+        sinks = []
+        for name, frame_of, columns in tables:
+            csv_path, parquet_path = directory / f"{name}.csv", directory / f"{name}.parquet"
+            schema = pa.schema(list(columns.items()))
+            csv_file = files.enter_context(csv_path.open("w", encoding="utf-8", newline=""))
+            parquet = files.enter_context(pq.ParquetWriter(parquet_path, schema))
+            sinks.append((frame_of, schema, csv_file, parquet))
+            written += [csv_path, parquet_path]
+        for start in range(0, max(len(ids), 1), slice_size):
+            views = check_views(store, data.run.run_id, ids[start:start + slice_size])  # read once for both
+            for frame_of, schema, csv_file, parquet in sinks:
+                frame = frame_of(views)
+                _spreadsheet_safe(frame).to_csv(csv_file, index=False, header=start == 0)
+                parquet.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
     return written

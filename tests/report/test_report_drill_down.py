@@ -3,11 +3,14 @@ the questions needing attention, and exports that refuse to cover only part of a
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from ragcourt.cli import app
 from ragcourt.report import html as report_html
 from ragcourt.report.data import collect, drill_down_ids, judge_usage
-from ragcourt.report.export import report_tables
+from ragcourt.report.export import export_run, export_tables, report_tables
 from ragcourt.report.html import render_report
 from ragcourt.report.sections import method_sections
 from ragcourt.schema import (
@@ -121,3 +124,31 @@ def test_exports_refuse_a_cut_drill_down_and_cover_every_question_otherwise(stor
     assert len(tables["decisions"]) == 10 and len(tables["verdicts"]) == 15
     assert tables["samples"]["escalated"].tolist() == [0, 0, 0, 0, 1]
     assert tables["samples"]["checks"].tolist() == [2] * 5
+
+
+@pytest.mark.parametrize("slice_size", [1, 2, 500])
+def test_a_run_exported_a_slice_at_a_time_gives_the_files_of_the_whole_run(store, tmp_path, slice_size):
+    """export_run reads and writes the per-check tables a slice of questions at a time (memory of a slice,
+    whatever the run's size) from data with a cut drill-down; its files are those of the whole run."""
+    whole = collect(store, "r", drill_down=None)
+    expected = export_tables(report_tables(whole, method_sections(store, whole)), tmp_path / "whole")
+    cut = collect(store, "r", drill_down=2)
+    written = export_run(store, cut, method_sections(store, cut), tmp_path / "sliced", slice_size=slice_size)
+    assert sorted(p.name for p in written) == sorted(p.name for p in expected)
+    for path in expected:
+        if path.suffix == ".csv":
+            assert (tmp_path / "sliced" / path.name).read_text() == path.read_text(), path.name
+        else:
+            sliced, full = pd.read_parquet(tmp_path / "sliced" / path.name), pd.read_parquet(path)
+            assert sliced.astype(object).where(sliced.notna(), None).values.tolist() == \
+                full.astype(object).where(full.notna(), None).values.tolist(), path.name
+    decisions = pd.read_csv(tmp_path / "sliced" / "decisions.csv")
+    assert len(decisions) == 10 and decisions["reviewer"].notna().sum() == 1
+
+
+def test_the_report_command_exports_every_question(store, tmp_path):
+    result = CliRunner().invoke(app, ["report", "r", "--export", str(tmp_path / "out"), "--home", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "exported" in result.output
+    assert len(pd.read_csv(tmp_path / "out" / "decisions.csv")) == 10
+    assert len(pd.read_parquet(tmp_path / "out" / "verdicts.parquet")) == 15
