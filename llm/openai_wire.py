@@ -3,7 +3,8 @@
 `request_body` is what ChatOpenAI itself would send for the messages and call arguments (model, generation
 settings, model_kwargs / extra_body, message conversion: all its own). `post` sends it with the openai client
 ChatOpenAI holds (timeouts, headers and error types are the SDK's). What is skipped is LangChain's callback
-layer, its message objects for the reply and the thread hop it makes per call to build them.
+layer, its message objects for the reply and the thread hop it makes per call to build them; with LangSmith
+tracing on, calls take the LangChain path so the traces keep them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, TypeGuard
 
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
+from langsmith.utils import tracing_is_enabled
 from openai.types.chat import ChatCompletion
 
 from ragcourt.llm.reply import ModelReply, filtered_refusal, token_logprobs
@@ -22,9 +24,11 @@ CHAT_COMPLETIONS_PATH = "/chat/completions"
 
 
 def is_direct(model: object) -> TypeGuard[ChatOpenAI]:
-    """A ChatOpenAI on the Chat Completions API, unstreamed: what the direct path sends the same as it.
-    One set up for the Responses API or streaming keeps the LangChain path."""
-    return isinstance(model, ChatOpenAI) and not model.use_responses_api and not model.streaming
+    """A ChatOpenAI on the Chat Completions API, unstreamed, while nobody traces: what the direct path sends
+    the same as it. One set up for the Responses API or streaming keeps the LangChain path, and so does every
+    call while LangSmith tracing is on (read per call), so that traces show the judges' calls too."""
+    return (isinstance(model, ChatOpenAI) and not model.use_responses_api and not model.streaming
+            and not tracing_is_enabled())
 
 
 def request_body(model: ChatOpenAI, messages: Sequence[BaseMessage], kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from fakes.openai_server import (
 )
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
+from langsmith import tracing_context
 from pydantic import BaseModel
 
 from ragcourt.llm.cache import LLMCache, MemoryCache
@@ -508,6 +509,9 @@ def test_one_endpoint_works_across_event_loops(openai_server: FakeOpenAIServer) 
 
 def test_only_a_plain_chat_completions_chatopenai_takes_the_direct_path() -> None:
     plain = {"model": "m", "api_key": "k", "base_url": "http://127.0.0.1:9/v1"}
-    assert is_direct(ChatOpenAI(**plain))
-    assert not is_direct(ChatOpenAI(**plain, use_responses_api=True))
-    assert not is_direct(ChatOpenAI(**plain, streaming=True))
+    with tracing_context(enabled=False):
+        assert is_direct(ChatOpenAI(**plain))
+        assert not is_direct(ChatOpenAI(**plain, use_responses_api=True))
+        assert not is_direct(ChatOpenAI(**plain, streaming=True))
+    with tracing_context(enabled=True):  # someone traces (LANGSMITH_TRACING=true does the same): LangChain's path
+        assert not is_direct(ChatOpenAI(**plain))
