@@ -100,6 +100,13 @@ class RunLock:
             self._fd = None
 
 
+def _sample_id_of(line: str) -> str | None:
+    try:
+        return str(json.loads(line)["sample_id"])
+    except (ValueError, KeyError, TypeError):  # not a line this runner wrote: it names no sample
+        return None
+
+
 def _thread(run_id: str, sample_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": f"{run_id}:{sample_id}"}}
 
@@ -141,6 +148,7 @@ class Runner:
         done = {} if rescore else {
             d.sample_id: d for d in store.get_diagnostics(self.run_id) if d.status is SampleStatus.OK
         }
+        self._complete_stream(done)
         for sample in samples:
             if sample.id in done:
                 yield done[sample.id]
@@ -196,6 +204,23 @@ class Runner:
             graph = build_sample_graph(checkpointer)
             snapshot = await graph.aget_state(_thread(self.run_id, sample.id))
             return [i.value for task in snapshot.tasks for i in task.interrupts]
+
+    def _complete_stream(self, done: dict[str, SampleDiagnostics]) -> None:
+        """A kill between a sample's commit and its line in diagnostics.jsonl leaves the line out, and one in
+        the middle of the write leaves a torn last line: drop the torn line and add the finished samples the
+        file lacks, so that it lists every finished sample."""
+        path = self.paths.diagnostics
+        if not path.exists():
+            listed: set[str] = set()
+        else:
+            text = path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):
+                text = text[: text.rfind("\n") + 1]
+                path.write_text(text, encoding="utf-8")
+            listed = {_sample_id_of(line) for line in text.splitlines() if line.strip()}
+        for sample_id, diagnostics in done.items():
+            if sample_id not in listed:
+                self._append(diagnostics)
 
     def _append(self, diagnostics: SampleDiagnostics) -> None:
         with self.paths.diagnostics.open("a", encoding="utf-8") as handle:

@@ -107,6 +107,23 @@ async def test_a_finished_run_resumes_from_the_store_without_any_call(store: Rec
     assert coverage.mean == pytest.approx((1 + 1 / 3 + 0.6) / 3)
 
 
+async def test_a_resume_repairs_the_stream_file_a_kill_left_short_or_torn(store: RecordStore, tmp_path: Path) -> None:
+    """kill -9 between a sample's commit and its line leaves the line out; in the middle of the write it leaves
+    a torn line. The next run of the same id lists every finished sample once again, without asking anyone."""
+    system, judges = fixture_system(), fixture_judges()
+    runner = Runner(make_context(store, fixture_config(), judges, system), "run-k", tmp_path / "run-k")
+    await collect(runner, SAMPLES.values())
+    stream = tmp_path / "run-k" / DIAGNOSTICS_FILE
+    lines = stream.read_text().splitlines(keepends=True)
+    stream.write_text(lines[0] + lines[1][: len(lines[1]) // 2])  # the third line lost, the second torn
+    calls = len(system.calls)
+
+    await collect(runner, SAMPLES.values())
+    repaired = stream.read_text()
+    assert repaired.endswith("\n") and len(system.calls) == calls
+    assert sorted(json.loads(line)["sample_id"] for line in repaired.splitlines()) == ["s1", "s2", "s3"]
+
+
 # --------------------------------------------------------------------------- deferred review, rescore
 
 
