@@ -177,6 +177,8 @@ async def _stored_or_new(
         prompt_hash=prompt_hash, model_id=decomposer.model_id, status=split.status,
         unscored_reason=split.unscored_reason,
     )
-    if record.status is VerdictStatus.OK:
-        await store.aput(record)
-    return record
+    if record.status is not VerdictStatus.OK:
+        return record
+    await store.aput(record)
+    # Another process may have stored its split of the same text first; the stored one is the frozen one.
+    return await asyncio.to_thread(store.get_decomposition, record_id) or record

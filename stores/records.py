@@ -159,8 +159,9 @@ _TABLES: dict[type[Record], _Table] = {
         "decompositions",
         key=("id",),
         columns={"id": lambda d: d.id, "kind": lambda d: str(d.kind), "edited": lambda d: d.edited},
-        # A person's edit is never overwritten by a machine split of the same text.
-        keep_stored_when="decompositions.edited AND NOT excluded.edited",
+        # Frozen: the first stored split of a text stays; only a person's edit replaces it. Two processes that
+        # split the same reference at once thus both end up with the first one (decomposers.frozen_split).
+        keep_stored_when="NOT excluded.edited",
     ),
     Check: _Table(
         "checks",

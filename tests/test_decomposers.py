@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,32 @@ async def test_concurrent_samples_with_one_reference_share_one_split(store: Reco
     assert store.get_decomposition(shared[0].id) == shared[0]
     assert in_flight == {}  # nothing left behind once the split is done
     assert len({r.id for r in racing}) == 1
+
+
+
+async def test_two_processes_splitting_one_reference_keep_the_first_split(tmp_path: Path,
+                                                                          scripted_model: MakeModel) -> None:
+    """Two workspaces on one store file (two `ragcourt run`s) split the same reference at once: in-flight
+    sharing is per process, so both ask; the one that stores second goes on with the split stored first."""
+    first_model = scripted_model(builders={"ElementList": lambda _: ELEMENTS})
+    late_model = scripted_model(builders={"ElementList": lambda _: {"elements": ["Spielberg directed Jaws."]}})
+    with RecordStore(tmp_path / "s.sqlite") as one, RecordStore(tmp_path / "s.sqlite") as two:
+        late_llm = decomposer(late_model)
+
+        @dataclass
+        class OvertakenWhileAsking:
+            """The late process's decomposer: while its model is asked, the other process stores its split."""
+            model_id: str = late_llm.model_id
+
+            def prompt_hash(self, kind: DecompositionKind) -> str:
+                return late_llm.prompt_hash(kind)
+
+            async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+                await frozen_split(one, decomposer(first_model), kind, text, question)
+                return await late_llm.split(kind, text, question)
+
+        late = await frozen_split(two, OvertakenWhileAsking(), DecompositionKind.ELEMENTS, REFERENCE, QUESTION, {})
+        assert (first_model.calls, late_model.calls) == (1, 1)
+        first = one.get_decomposition(late.id)
+        assert first is not None and first.items == tuple(ELEMENTS["elements"])
+        assert late == first == two.get_decomposition(late.id)
