@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -162,6 +163,26 @@ async def frozen_split(
         in_flight[record_id] = task
         task.add_done_callback(lambda _: in_flight.pop(record_id, None))
     return await asyncio.shield(task)  # one sample cancelled does not cancel the split the others wait for
+
+
+async def split_for_sample(
+    store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str, *,
+    run_id: str, sample_id: str, pinned: Sequence[Decomposition] = (), in_flight: SplitsInFlight | None = None,
+) -> Decomposition:
+    """The split one sample of one run is evaluated with.
+
+    `pinned` holds the splits the sample already used in this run (the runner reads them from the store): a
+    resumed run, or a replay after reviews, keeps them even when a person has since edited the frozen list, so
+    a finished run's figures stay put (`ragcourt rerun --changed` is how an edit reaches a run). Otherwise the
+    frozen split, pinned to the run as it is used.
+    """
+    for split in pinned:
+        if split.kind is kind and split.source_text == text:
+            return split
+    split = await frozen_split(store, decomposer, kind, text, question, in_flight)
+    if split.status is VerdictStatus.OK:
+        await store.apin_split(run_id, sample_id, split)
+    return split
 
 
 async def _stored_or_new(

@@ -119,6 +119,7 @@ def copy_rows(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids:
         if records or diagnostics:
             store.put(*records, *diagnostics)
         copied.extend(diagnostics)
+    store.copy_pinned_splits(base_run_id, new_run_id, sample_ids)
     checks = {c.id: c.sample_id for c in store.checks_for(new_run_id)}
     kept = [r.model_copy(update=new) for r in reviews if checks.get(r.check_id) in wanted]
     if kept:

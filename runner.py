@@ -24,7 +24,7 @@ from langgraph.types import Command
 from ragcourt.config import ReviewMode
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.nodes.human_review import ReviewDecision
-from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema import Decomposition, RunInfo, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.state import EvalContext
 from ragcourt.stores.checkpoints import async_sqlite_saver
 
@@ -107,6 +107,10 @@ def _sample_id_of(line: str) -> str | None:
         return None
 
 
+def _stream_line(diagnostics: SampleDiagnostics) -> str:
+    return json.dumps(diagnostics.model_dump(mode="json"), ensure_ascii=False) + "\n"
+
+
 def _thread(run_id: str, sample_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": f"{run_id}:{sample_id}"}}
 
@@ -116,6 +120,7 @@ class Runner:
 
     def __init__(self, context: EvalContext, run_id: str, run_dir: Path) -> None:
         self.context, self.run_id, self.paths = context, run_id, RunPaths(run_dir)
+        self._pinned_samples: set[str] | None = None  # samples with splits pinned in this run, read once
 
     async def astream(
         self, samples: Sequence[Sample], *, dataset: str = "", system: str = "", rescore: bool = False
@@ -167,12 +172,16 @@ class Runner:
             diagnostics = await finished
             if diagnostics is not None:
                 yield diagnostics
+        if rescore:  # the replay appended every sample again: the file lists each sample once, as it is now
+            await asyncio.to_thread(self._rewrite_stream, [s.id for s in samples])
 
     async def evaluate_one(self, graph: Any, sample: Sample, resume: Any = None) -> SampleDiagnostics | None:
         """One sample through the graph; its failure is recorded, never raised. None when it stopped at an
         inline-review interrupt. The caller holds the run lock (or, like the live evaluator, owns the run)."""
-        payload: Any = Command(resume=resume) if resume is not None else {"run_id": self.run_id, "sample": sample}
         try:
+            payload: Any = Command(resume=resume) if resume is not None else {
+                "run_id": self.run_id, "sample": sample, "pinned_splits": await self._pinned_splits(sample.id),
+            }
             state = await graph.ainvoke(payload, config=_thread(self.run_id, sample.id), context=self.context)
         except Exception as error:  # one sample's failure is recorded; the run goes on
             diagnostics = SampleDiagnostics(
@@ -192,6 +201,14 @@ class Runner:
         except OSError:  # the stream file is a convenience; the store holds the record
             logger.exception("cannot append to %s", self.paths.diagnostics)
         return diagnostics
+
+    async def _pinned_splits(self, sample_id: str) -> tuple[Decomposition, ...]:
+        store = self.context.store
+        if self._pinned_samples is None:
+            self._pinned_samples = await asyncio.to_thread(store.pinned_sample_ids, self.run_id)
+        if sample_id not in self._pinned_samples:  # a new sample (every sample of a new run): no read
+            return ()
+        return tuple(await asyncio.to_thread(store.pinned_splits, self.run_id, sample_id))
 
     async def resume(self, sample: Sample, decisions: Sequence[ReviewDecision]) -> SampleDiagnostics | None:
         """Resume one sample stopped at an inline-review interrupt with a person's decisions."""
@@ -222,6 +239,16 @@ class Runner:
             if sample_id not in listed:
                 self._append(diagnostics)
 
+    def _rewrite_stream(self, sample_ids: Sequence[str]) -> None:
+        stored = {d.sample_id: d for d in self.context.store.get_diagnostics(self.run_id)}
+        path = self.paths.diagnostics
+        partial = path.with_name(path.name + ".partial")
+        with partial.open("w", encoding="utf-8") as handle:
+            for sample_id in sample_ids:
+                if sample_id in stored:
+                    handle.write(_stream_line(stored[sample_id]))
+        os.replace(partial, path)  # a kill leaves the old file whole, never a half-written one
+
     def _append(self, diagnostics: SampleDiagnostics) -> None:
         with self.paths.diagnostics.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(diagnostics.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            handle.write(_stream_line(diagnostics))

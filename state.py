@@ -18,6 +18,7 @@ from ragcourt.schema import (
     Check,
     CheckKind,
     Claim,
+    Decomposition,
     Element,
     Reconciled,
     Retrieval,
@@ -43,6 +44,7 @@ def verdict_key(check_id: str, judge_id: str) -> str:
 class SampleState(TypedDict, total=False):
     run_id: str
     sample: Sample
+    pinned_splits: tuple[Decomposition, ...]  # the splits this sample already used in this run (runner)
     subqueries: tuple[SubQuery, ...]
     elements: tuple[Element, ...]
     dropped_elements: tuple[Element, ...]  # pointer elements left out by the configured rule

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from ragcourt.config import Method
-from ragcourt.decomposers import frozen_split
+from ragcourt.decomposers import split_for_sample
 from ragcourt.schema import NORMAL, Claim, DecompositionKind, VerdictStatus, content_id
 from ragcourt.state import EvalContext, SampleState
 
@@ -18,9 +18,10 @@ async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -
     answer = state.get("answers", {}).get(NORMAL.key)
     if answer is None or answer.status is not VerdictStatus.OK:
         return {}
-    split = await frozen_split(
-        ctx.store, ctx.decomposer, DecompositionKind.CLAIMS, answer.text, state["sample"].question,
-        ctx.splits_in_flight,
+    sample = state["sample"]
+    split = await split_for_sample(
+        ctx.store, ctx.decomposer, DecompositionKind.CLAIMS, answer.text, sample.question, run_id=state["run_id"],
+        sample_id=sample.id, pinned=state.get("pinned_splits", ()), in_flight=ctx.splits_in_flight,
     )
     if split.status is not VerdictStatus.OK:  # unknown claims, not an answer without claims: the scorer says n/a
         return {}

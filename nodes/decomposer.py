@@ -7,7 +7,7 @@ import asyncio
 from langgraph.runtime import Runtime
 
 from ragcourt.config import Method
-from ragcourt.decomposers import frozen_split
+from ragcourt.decomposers import split_for_sample
 from ragcourt.metrics.elements import is_pointer_element
 from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, VerdictStatus, content_id
 from ragcourt.state import EvalContext, SampleState
@@ -29,8 +29,8 @@ async def decompose_inputs(state: SampleState, runtime: Runtime[EvalContext]) ->
     wants_elements = Method.ELEMENTS in ctx.config.methods and bool(sample.reference_answer)
     # Both splits at once: they are independent, and one LLM round less per sample shortens its critical path.
     subquery_split, element_split = await asyncio.gather(
-        _split(ctx, DecompositionKind.SUBQUERIES, sample.question, sample.question, wants_subqueries),
-        _split(ctx, DecompositionKind.ELEMENTS, sample.reference_answer or "", sample.question, wants_elements),
+        _split(ctx, state, DecompositionKind.SUBQUERIES, sample.question, wants_subqueries),
+        _split(ctx, state, DecompositionKind.ELEMENTS, sample.reference_answer or "", wants_elements),
     )
     # A failed split sets nothing: the scorer reports its metrics n/a instead of leaving them out.
     if subquery_split is not None and subquery_split.status is VerdictStatus.OK:
@@ -51,7 +51,12 @@ async def decompose_inputs(state: SampleState, runtime: Runtime[EvalContext]) ->
     return update
 
 
-async def _split(ctx: EvalContext, kind: DecompositionKind, text: str, question: str, wanted: bool) -> Decomposition | None:
+async def _split(
+    ctx: EvalContext, state: SampleState, kind: DecompositionKind, text: str, wanted: bool
+) -> Decomposition | None:
     if not wanted:
         return None
-    return await frozen_split(ctx.store, ctx.decomposer, kind, text, question, ctx.splits_in_flight)
+    return await split_for_sample(
+        ctx.store, ctx.decomposer, kind, text, state["sample"].question, run_id=state["run_id"],
+        sample_id=state["sample"].id, pinned=state.get("pinned_splits", ()), in_flight=ctx.splits_in_flight,
+    )

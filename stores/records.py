@@ -232,6 +232,12 @@ _RUN_CHECKS_SQL = (
     ),
     "CREATE INDEX IF NOT EXISTS run_checks_by_check ON run_checks (check_id)",
 )
+# The split each sample of a run was evaluated with (decomposers.split_for_sample): the frozen split can be
+# edited later, and the run's own figures must not change when its reviews are replayed.
+_RUN_SPLITS_SQL = (
+    "CREATE TABLE IF NOT EXISTS run_splits (run_id NOT NULL, sample_id NOT NULL, kind NOT NULL, payload NOT NULL, "
+    "PRIMARY KEY (run_id, sample_id, kind))"
+)
 _CACHE_SQL = "CREATE TABLE IF NOT EXISTS llm_cache (key PRIMARY KEY, value NOT NULL, created_at NOT NULL)"
 _META_SQL = "CREATE TABLE IF NOT EXISTS meta (key PRIMARY KEY, value NOT NULL)"
 _VERSION_KEY = "schema_version"
@@ -351,7 +357,7 @@ class RecordStore:
                 existing = {row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}
                 for statement in (*table.add_column_sql(existing), *table.index_sql()):
                     conn.execute(statement)
-            for statement in (*_RUN_CHECKS_SQL, _CACHE_SQL):
+            for statement in (*_RUN_CHECKS_SQL, _RUN_SPLITS_SQL, _CACHE_SQL):
                 conn.execute(statement)
             if row is None:
                 conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_VERSION_KEY, SCHEMA_VERSION))
@@ -426,6 +432,16 @@ class RecordStore:
                 [("INSERT OR IGNORE INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?)", rows)]
             )
 
+    def copy_pinned_splits(self, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> None:
+        """The splits `sample_ids` used in the base run become theirs in the new run (copied rows)."""
+        statements = [(
+            "INSERT OR IGNORE INTO run_splits (run_id, sample_id, kind, payload) SELECT ?, sample_id, kind, payload "
+            f"FROM run_splits WHERE run_id = ? AND sample_id IN ({_marks(chunk)})",
+            [(new_run_id, base_run_id, *chunk)],
+        ) for chunk in _slices(sample_ids)]
+        if statements:
+            self._write(statements)
+
     def add_review(self, review: Review) -> None:
         self.put(review)
 
@@ -465,6 +481,13 @@ class RecordStore:
     def get_decomposition(self, id: str) -> Decomposition | None:
         found = self._listing(Decomposition, {"id": id})
         return found[0] if found else None
+
+    def pinned_splits(self, run_id: str, sample_id: str) -> list[Decomposition]:
+        return self._records(Decomposition, "SELECT payload FROM run_splits WHERE run_id = ? AND sample_id = ? "
+                             "ORDER BY kind", (run_id, sample_id))
+
+    def pinned_sample_ids(self, run_id: str) -> set[str]:
+        return {row[0] for row in self._select("SELECT DISTINCT sample_id FROM run_splits WHERE run_id = ?", (run_id,))}
 
     def get_checks(self, ids: Sequence[str]) -> list[Check]:
         """The stored checks among ids, in the order of ids (unknown ids are left out)."""
@@ -732,6 +755,11 @@ class RecordStore:
         statements = self._samples_statements(run_id, samples)
         if statements:
             await self._group.submit(statements)
+
+    async def apin_split(self, run_id: str, sample_id: str, split: Decomposition) -> None:
+        """Keep the split a sample of a run is evaluated with; the first one pinned stays."""
+        sql = "INSERT OR IGNORE INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?)"
+        await self._group.submit([(sql, [(run_id, sample_id, str(split.kind), split.model_dump_json())])])
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         return await asyncio.to_thread(self.get_verdicts, check_ids, judge_id)
