@@ -19,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ragcourt.report.data import DRILL_DOWN_QUESTIONS, CheckView, PriceTable, ReportData, SampleView, collect
 from ragcourt.report.sections import Section, method_sections
-from ragcourt.schema import Verdict, VerdictStatus
+from ragcourt.schema import CheckKind, Verdict, VerdictStatus
 from ragcourt.stores.records import RecordStore
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -61,15 +61,30 @@ def decision_text(view: CheckView) -> str:
 
 
 def target_label(view: CheckView, sample: SampleView) -> str:
-    """Checks against one chunk name it by rank and title; other targets (context, answer) by id."""
+    """Checks against one chunk name it by rank and title; checks against a sub-query show its text (its
+    id means nothing to a reader); other targets (context, answer, claims, rubric) by their name."""
+    if view.check.kind == CheckKind.CLAIM_SERVES_SUBQUERY:
+        return view.check.target_text
     for chunk in sample.chunks:
         if chunk.id == view.check.target_id:
             return f"#{chunk.rank} {chunk.title or chunk.id}"
     return view.check.target_id
 
 
+NO_REASON = "—"  # an absent reason (the figure is there): not "n/a", which would read as a missing figure
+
+
+def is_reason_column(column: object) -> bool:
+    """Columns holding why a figure is n/a (na_reason, c_prec_na_reason, undecided_reason, ...)."""
+    return str(column).endswith("reason")
+
+
 def frame_rows(frame: pd.DataFrame, limit: int) -> list[list[str]]:
-    return [[num(v) for v in row] for row in frame.head(limit).itertuples(index=False)]
+    """Cells as text: a missing figure reads "n/a", a missing reason (nothing to explain) reads "—"."""
+    reasons = [is_reason_column(c) for c in frame.columns]
+    return [[NO_REASON if reason and (v is None or (isinstance(v, float) and math.isnan(v))) else num(v)
+             for reason, v in zip(reasons, row, strict=True)]
+            for row in frame.head(limit).itertuples(index=False)]
 
 
 def environment() -> Environment:

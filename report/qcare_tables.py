@@ -36,6 +36,14 @@ NO_LOOSE_VERDICT = ("missing from the answer and the normal context, but no loos
                     "at or above the threshold, loose retrieval unavailable, or verdicts unscored)")
 
 
+UNDECIDED_TABLE = "Undecided elements by reason"  # the report's title of `undecided_frame`
+UNDECIDED_NO_SHARE = (
+    "undecided elements get no share: a verdict needed to place them (in the answer, in the retrieved "
+    "context or in the loose retrieval) is missing or unscored; why, reason by reason: the table "
+    f"'{UNDECIDED_TABLE}' below, and each question's 'Elements of the reference answer' under Questions"
+)
+
+
 RETRIEVAL_UNKNOWN = ("missing from the answer, and the system's retrieval is unknown (precomputed answers "
                      "without contexts), so a retrieval gap cannot be told from a generation gap")
 
@@ -118,7 +126,7 @@ def gap_share_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
             "status": str(status), "count": shares.counts[status],
             "share": None if share is None else share.value,
             "gap_share": None if gap is None else gap.value,
-            "na_reason": "undecided elements have no share; see undecided_frame" if status is ElementStatus.UNDECIDED
+            "na_reason": UNDECIDED_NO_SHARE if status is ElementStatus.UNDECIDED
             else ("; ".join(dict.fromkeys(reasons)) or None),
         })
     frame = pd.DataFrame(rows, columns=["status", "count", "share", "gap_share", "na_reason"], dtype=object)

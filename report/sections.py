@@ -18,6 +18,7 @@ from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
 from ragcourt.report.data import ReportData
 from ragcourt.report.qcare_tables import (
+    UNDECIDED_TABLE,
     gap_share_frame,
     qcare_sample_frame,
     uncovered_subquery_frame,
@@ -65,8 +66,17 @@ def metric_frame(rows: tuple[MetricRow, ...]) -> pd.DataFrame:
     )
 
 
+COUNTS_LEGEND = ("n: samples with a value · n/a: samples without one",
+                 "unscored: units left out because their checks were unscored · escalated: escalated checks")
+
+
+def counts_note(row: MetricRow) -> str:
+    """The counts behind one metric, as the metric tables show them (samples, n_a, unscored, escalated)."""
+    return f"n={row.n_samples} · n/a {row.n_na} · unscored {row.n_unscored} · escalated {row.n_escalated}"
+
+
 def _metric_bars(rows: tuple[MetricRow, ...]) -> list[Bar]:
-    return [Bar(r.name, r.mean, f"n={r.n_samples}") for r in rows]
+    return [Bar(r.name, r.mean, counts_note(r)) for r in rows]
 
 
 def _diagnostics(data: ReportData) -> list[SampleDiagnostics]:
@@ -86,19 +96,36 @@ def qcare_section(data: ReportData) -> Section:
                                       uncovered_subquery_frame(diagnostics)),
                            NamedTable("unsupported_claims", "Claims no retrieved chunk supports",
                                       unsupported_claim_frame(diagnostics))),
-                   charts=(bar_chart("Q-CARE means (0-1)", _metric_bars(rows), lo=0.0, hi=1.0),))
+                   charts=(bar_chart("Q-CARE means (0-1)", _metric_bars(rows), lo=0.0, hi=1.0,
+                                     caption=COUNTS_LEGEND),))
+
+
+def gap_share_chart(gaps: pd.DataFrame, coverage: tuple[MetricRow, ...]) -> Markup:
+    """The gap shares of the element table (gap_share_frame) with the counts behind them: per bar its count
+    of the n decided missing elements; in the caption n, the undecided elements (left out, as unscored
+    units are) and the escalated element checks (the element coverage table's count)."""
+    shown = gaps[gaps["gap_share"].notna()]
+    n_missing = int(sum(shown["count"]))
+    n_elements = int(sum(gaps["count"]))
+    n_undecided = gaps.attrs["n_undecided"]
+    escalated = (f"escalated {sum(r.n_escalated for r in coverage)} element checks" if coverage
+                 else "escalated element checks: n/a (no element coverage figure)")
+    caption = (f"n={n_missing} decided elements missing from the answer (of {n_elements} elements)",
+               f"unscored: {n_undecided} undecided elements left out (no share) · {escalated}")
+    bars = [Bar(row.status, row.gap_share, f"({row.count} of {n_missing})") for row in shown.itertuples()]
+    return bar_chart("Where missing elements were lost", bars, lo=0.0, hi=1.0, caption=caption)
 
 
 def elements_section(data: ReportData) -> Section:
-    shares = data.summary.element_shares
     rows = tuple(r for r in data.summary.metrics if _base(r.name) == MetricName.ELEMENT_COVERAGE)
     diagnostics = _diagnostics(data)
-    tables = [NamedTable("element_gap_shares", "Element statuses and gap shares", gap_share_frame(diagnostics)),
-              NamedTable("element_undecided", "Undecided elements by reason", undecided_frame(diagnostics))]
+    gaps = gap_share_frame(diagnostics)
+    tables = [NamedTable("element_gap_shares", "Element statuses and gap shares", gaps),
+              NamedTable("element_undecided", UNDECIDED_TABLE, undecided_frame(diagnostics))]
     if rows:
         tables.insert(0, NamedTable("element_coverage", "Element coverage", metric_frame(rows)))
-    charts = (bar_chart("Where missing elements were lost", [Bar(k, v) for k, v in shares.items()],
-                        lo=0.0, hi=1.0),) if shares else ()
+    shares = gaps["gap_share"].notna().any()
+    charts = (gap_share_chart(gaps, rows),) if shares else ()
     notes = (ELEMENT_NOTE,) if shares else ("no element was missed, or the run has no elements",)
     return Section("elements", "Elements: retrieval, generation or documents", notes=notes, tables=tuple(tables),
                    charts=charts)
