@@ -70,8 +70,13 @@ def reconcile_check(
         label=label, probabilities=_probabilities(scored, votes), agreement=agreement,
         method=ReconcileMethod.MEAN_PROBABILITY if any(v.probabilities for v in scored) else ReconcileMethod.MAJORITY,
         escalated=escalated, provisional=escalated,
-        escalation_reason=f"judges disagree ({dict(votes)})" if escalated else None, **base,
+        escalation_reason=f"judges disagree ({_tally(votes)})" if escalated else None, **base,
     )
+
+
+def _tally(votes: dict[Label, int]) -> str:
+    """`yes 2, no 1`, most votes first: people read the reason (review desk, report, decisions.csv)."""
+    return ", ".join(f"{label.value} {n}" for label, n in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _probabilities(scored: Sequence[Verdict], votes: dict[Label, int]) -> dict[Label, float]:

@@ -71,7 +71,7 @@ def test_majority_label_with_its_agreement_and_vote_shares() -> None:
     assert decided.probabilities == pytest.approx({Label.YES: 2 / 3, Label.NO: 1 / 3})
     # 2/3 < 1.0 (the default bound: any disagreement escalates)
     assert (decided.escalated, decided.provisional) == (True, True)
-    assert decided.escalation_reason is not None and "disagree" in decided.escalation_reason
+    assert decided.escalation_reason == "judges disagree (yes 2, no 1)"
     assert (decided.run_id, decided.check_id, decided.kind, decided.sample_id) == (
         RUN, CHECK.id, CheckKind.ELEMENT_IN_CONTEXT, "s1")
 
