@@ -35,6 +35,7 @@ from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import ExtractiveGenerator, Generator, LangChainSystem, LLMGenerator, RAGSystem
 
 DEFAULT_HOME = Path("ragcourt-runs")
+HOTPOTQA_COLLECTION = "hotpotqa"  # where `ragcourt demo` indexes the bundled corpus; `run`'s default
 NO_LLM = {"lexical", "semantic", "sentences", "extractive"}
 LANGCHAIN_DEFAULT_K = 4  # VectorStoreRetriever's k when search_kwargs does not set it
 

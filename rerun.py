@@ -161,7 +161,8 @@ async def arerun_changed(
     if existing is not None and existing.base_run != base_run_id:
         raise ValueError(f"run '{run_id}' exists and is not a re-run of '{base_run_id}'")
     info = existing or RunInfo(run_id=run_id, dataset=dataset or base.dataset, system=base.system,
-                               config=base.config, base_run=base_run_id, rerun_sample_ids=plan.changed_ids)
+                               config=base.config, collection=context.collection, base_run=base_run_id,
+                               rerun_sample_ids=plan.changed_ids)
     if existing is None:
         store.put(info)
         (run_dir / CONFIG_FILE).write_text(context.config.model_dump_json(indent=2))

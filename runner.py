@@ -139,7 +139,7 @@ class Runner:
         if self.context.store.get_run(self.run_id) is None:
             self.context.store.put(RunInfo(
                 run_id=self.run_id, dataset=dataset, system=system or self.context.system.name,
-                config=self.context.config.model_dump(mode="json"),
+                config=self.context.config.model_dump(mode="json"), collection=self.context.collection,
             ))
         self.paths.run_dir.mkdir(parents=True, exist_ok=True)
         (self.paths.run_dir / CONFIG_FILE).write_text(self.context.config.model_dump_json(indent=2))

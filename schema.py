@@ -464,5 +464,6 @@ class RunInfo(Record):
     dataset: str
     system: str
     config: dict[str, Any]
+    collection: str | None = None  # the reference system's chromadb collection (a rerun retrieves from it)
     base_run: str | None = None
     rerun_sample_ids: tuple[str, ...] = ()

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context
 from ragcourt.commands.output import Home, console, print_summary
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, EvalConfig
@@ -70,7 +70,8 @@ def rerun(
     = None,
     system: Annotated[str | None, typer.Option(help="precomputed or reference; default: as in the base run")]
     = None,
-    collection: Annotated[str | None, typer.Option(help="chromadb collection of the reference system")] = None,
+    collection: Annotated[str | None, typer.Option(
+        help="chromadb collection of the reference system; default: the base run's")] = None,
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: derived, so it resumes)")]
     = None,
     home: Home = DEFAULT_HOME,
@@ -96,6 +97,8 @@ def rerun(
         kind = system or (PRECOMPUTED if base.system == Precomputed().name else REFERENCE)
         if kind not in (PRECOMPUTED, REFERENCE):
             _fail(f"unknown system '{kind}' (use precomputed or reference)")
+        # runs recorded before RunInfo kept the collection used `run`'s default one
+        collection = collection or base.collection or HOTPOTQA_COLLECTION
         config = EvalConfig.model_validate(base.config)
         models = Models(config, store)
         target = _system(kind, workspace, models, collection)

@@ -165,3 +165,26 @@ async def test_a_sample_that_failed_in_the_base_run_is_evaluated_again_not_copie
         ("s1", ("failed in the base run: RuntimeError: generator down for s1",))]
     assert system.calls[("generate", "s1")] == 1 and result.copied == ()
     assert [d.status for d in result.rerun] == [SampleStatus.OK]
+
+
+def test_cli_rerun_of_a_reference_run_retrieves_from_the_base_runs_collection(tmp_path):
+    """`elements import` suggests `ragcourt rerun --changed RUN`: with the reference system it must find the
+    collection the base run retrieved from (it failed with "no chromadb collection 'None'")."""
+    home, corpus, data = tmp_path / "ws", tmp_path / "corpus.jsonl", tmp_path / "samples.jsonl"
+    corpus.write_text("".join(json.dumps({"id": s.id, "title": s.id, "text": s.metadata["chunk"]}) + "\n"
+                              for s in SAMPLES))
+    rows = [{"id": s.id, "question": s.question, "reference_answer": s.reference_answer} for s in SAMPLES]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    runner = CliRunner()
+    for args in (["index", str(corpus), "--collection", "docs"],
+                 ["run", str(data), "--collection", "docs", "--run-id", "base"]):
+        done = runner.invoke(app, [*args, "--home", str(home)])
+        assert done.exit_code == 0, done.output
+    rows[2]["reference_answer"] = "s3 fact one."
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = runner.invoke(app, ["rerun", "--changed", "base", "--dataset", str(data), "--home", str(home)])
+    assert result.exit_code == 0, result.output
+    assert "1 rows re-run, 2 rows copied from the base run" in " ".join(result.output.split())
+    with RecordStore(home / "store.sqlite") as store:
+        (rerun,) = [r for r in store.list_runs() if r.base_run == "base"]
+        assert (store.get_run("base").collection, rerun.collection) == ("docs", "docs")
