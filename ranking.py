@@ -312,6 +312,9 @@ async def place_against_baselines(
     results, played, calls = await _play({s.name: s for s in all_sets}, questions, judges, store, run_id, settings,
                                          schedule)
     baselines = [Baseline(name=e.name, tier=e.tier, rating=e.rating) for e in tiered]  # type: ignore[arg-type]
-    position = tier_position(list(zip(baselines, results, strict=True)))  # type: ignore[call-overload]
+    # the pool's ratings come from a tournament with this K from the initial rating: the new system's Elo is
+    # the seed's update on that scale (metrics.dice.elo_against_baselines)
+    pairs = list(zip(baselines, results, strict=True))
+    position = tier_position(pairs, k=settings.k)  # type: ignore[arg-type]
     return TierReport(run_id=run_id, system=new.name, position=position,
                       outcomes={b: o for (_, b), o in played.items()}, calls=calls, n_questions=len(questions))

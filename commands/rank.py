@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
@@ -15,7 +17,13 @@ from ragcourt.commands.output import console
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig, JudgeSpec
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
-from ragcourt.metrics.dice import PlacementBasis, TierPosition, TournamentMode, round_robin_schedule
+from ragcourt.metrics.dice import (
+    INITIAL_RATING,
+    PlacementBasis,
+    TierPosition,
+    TournamentMode,
+    round_robin_schedule,
+)
 from ragcourt.ranking import (
     RankingReport,
     RankSettings,
@@ -43,22 +51,59 @@ def _ci(low: float | None, high: float | None, reason: str | None) -> str:
     return f"n/a ({reason})" if low is None or high is None else f"[{low:.0f}, {high:.0f}]"
 
 
+def _column_table(table: Table, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """`table` with these columns and rows (plain text, escaped here), sized so that no value is cut at a
+    narrow terminal (rich's own squeezing printed `extract…` for extractive_k1 and extractive_k5). Each
+    column is at least as wide as its longest word, so names and numbers stay whole. When the table is wider
+    than the console, first multi-word headers wrap between words, then multi-word values ("[1506, 1513]",
+    reasons), the biggest saving first; if it is still too wide it keeps that width (see `_print_table`)."""
+    natural, headers_wrapped, all_wrapped = [], [], []
+    for index, header in enumerate(headers):
+        values = [row[index] for row in rows]
+        natural.append(max(map(cell_len, [header, *values])))
+        headers_wrapped.append(max(map(cell_len, [*header.split(), *values])))
+        all_wrapped.append(max(map(cell_len, [*header.split(), *(w for v in values for w in v.split())])))
+    widths = list(natural)
+    overhead = 3 * len(headers) + 1  # a border before each column and after the last, one space either side
+    for narrower in (headers_wrapped, all_wrapped):
+        while sum(widths) + overhead > console.width:
+            saving, index = max((w - n, i) for i, (w, n) in enumerate(zip(widths, narrower, strict=True)))
+            if saving <= 0:
+                break
+            widths[index] = narrower[index]
+    if sum(widths) + overhead > console.width:
+        table.width = sum(widths) + overhead
+    for header, width in zip(headers, widths, strict=True):
+        table.add_column(header, width=width)
+    for row in rows:
+        table.add_row(*map(escape, row))
+    return table
+
+
+def _print_table(table: Table) -> None:
+    console.print(table, crop=table.width is None)  # a table wider than the console runs past it, whole
+
+
 def print_ranking(report: RankingReport) -> None:
     result = report.tournament
     n_systems = len(result.standings)
     all_pairs = sum(len(p.pairs) for p in round_robin_schedule([s.system for s in result.standings]))
-    table = Table(title=f"DICE {result.mode} tournament: {result.n_matches} matches "
-                  f"(round robin: {all_pairs}), {len(result.rounds)} rounds, {n_systems} systems, "
-                  f"{len(report.questions)} questions per match, K={result.k:g}, seed {result.seed}")
     refit = result.refitted.ratings or {}
-    for column in ("rank", "system", "Elo", "95% CI (bootstrap over questions)", "refit Elo", "W", "T", "L",
-                   "matches", "byes"):
-        table.add_column(column)
-    for rank, s in enumerate(result.standings, start=1):
-        refit_elo = f"{refit[s.system]:.1f}" if s.system in refit else "n/a"
-        table.add_row(str(rank), escape(s.system), f"{s.elo:.1f}", _ci(s.elo_ci.low, s.elo_ci.high, s.elo_ci.na_reason),
-                      refit_elo, str(s.wins), str(s.ties), str(s.losses), str(s.matches), str(s.byes))
-    console.print(table)
+    rows = [
+        [str(rank), s.system, f"{s.elo:.1f}", _ci(s.elo_ci.low, s.elo_ci.high, s.elo_ci.na_reason),
+         f"{refit[s.system]:.1f}" if s.system in refit else "n/a", f"{s.wins}-{s.ties}-{s.losses}", str(s.matches),
+         str(s.byes)]
+        for rank, s in enumerate(result.standings, start=1)
+    ]
+    table = _column_table(
+        Table(title=f"DICE {result.mode} tournament: {result.n_matches} matches (round robin: {all_pairs}), "
+                    f"{len(result.rounds)} rounds, {n_systems} systems, {len(report.questions)} questions per "
+                    f"match, K={result.k:g}, seed {result.seed}",
+              caption="#: rank by Elo; 95% CI: bootstrap over questions; refit Elo: the ratings the seed's update "
+                      "settles on over every played match; W-T-L: matches won, tied, lost"),
+        ["#", "system", "Elo", "95% CI", "refit Elo", "W-T-L", "matches", "byes"], rows,
+    )
+    _print_table(table)
     # The seed ranks by the Elo after the last round; the refit (the ratings the seed's update settles on over
     # every played match) uses the same evidence better when matches are few (metrics.dice.refit_ratings).
     if result.refitted.ratings is None:
@@ -84,23 +129,27 @@ def _placement_text(position: TierPosition) -> str:
     if position.placement is None:
         return "n/a"
     basis = ("by the matches" if position.basis is PlacementBasis.HEAD_TO_HEAD
-             else "by the performance rating: the matches contradict each other")
+             else "by the Elo: the matches contradict each other")
     return f"{position.placement.value.replace('_', ' ')} ({basis})"
 
 
-def print_tiers(report: TierReport) -> None:
+def print_tiers(report: TierReport, k: float) -> None:
     position = report.position
-    table = Table(title=f"{escape(report.system)} against the baseline tiers ({report.n_questions} questions, both orders)")
-    for column in ("tier", "baseline", "baseline Elo", "question W", "T", "L", "score share", "match"):
-        table.add_column(column)
-    for record in position.records:
-        share = "n/a" if record.score_share is None else f"{record.score_share:.2f}"
-        table.add_row(str(record.baseline.tier), escape(record.baseline.name), f"{record.baseline.rating:.1f}",
-                      str(record.question_wins), str(record.question_ties), str(record.question_losses), share,
-                      str(record.outcome or "void"))
-    console.print(table)
+    rows = [
+        [str(r.baseline.tier), r.baseline.name, f"{r.baseline.rating:.1f}", str(r.question_wins),
+         str(r.question_ties), str(r.question_losses), "n/a" if r.score_share is None else f"{r.score_share:.2f}",
+         str(r.outcome or "void")]
+        for r in position.records
+    ]
+    table = _column_table(
+        Table(title=f"{escape(report.system)} against the baseline tiers ({report.n_questions} questions, both "
+                    "orders)",
+              caption="W / T / L: questions the new system won, tied, lost; share: its score share"),
+        ["tier", "baseline", "Elo", "W", "T", "L", "share", "match"], rows,
+    )
+    _print_table(table)
     elo = "n/a (" + str(position.elo.na_reason) + ")" if position.elo.value is None else f"{position.elo.value:.1f}"
-    console.print(f"Elo position (performance rating against the frozen baselines): {elo}; "
+    console.print(f"Elo against the frozen baselines (one round from {INITIAL_RATING:g}, K={k:g}): {elo}; "
                   f"placement: {_placement_text(position)}")
     sources: dict = {}
     bias: dict[str, list[int]] = {}
@@ -157,7 +206,8 @@ def rank(
     try:
         judges = Models(config, store).judges()
         if baselines is not None:
-            print_tiers(asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs)))
+            print_tiers(asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs)),
+                        settings.k)
             return
         report = asyncio.run(rank_systems(answer_sets, judges, store, settings, refs))
         print_ranking(report)

@@ -29,9 +29,16 @@ Choices the seed leaves open (documented here; where DESIGN.md and the seed diff
 * Pairing (4.2): "paired dynamically based on current performance while avoiding repeat matchups". A
   maximum-cardinality maximum-weight matching (networkx) that lexicographically minimises rematches, then
   the summed squared rating gap, then a seeded random tie-break.
-* Baseline tiers (3.3): the final Elo of a new system against frozen baselines is its performance rating,
-  the rating at which its Elo expectation against the baselines equals its observed score - the fixed point
-  of repeating the seed's update against them.
+* Baseline tiers (3.3): "a final Elo score" for the new system is the seed's own update, one round against
+  the frozen baselines: it enters at the initial rating (the pool's mean: every pool rating started there and
+  updates are zero-sum) and ``R = R_0 + K sum_i (S_i/N_i - E(R_0, R_i))``. That is how the baselines got
+  their ratings, so the number is on their scale. (A performance rating - the fixed point of repeating the
+  update - is not: the baselines' ratings are a few K-sized steps from 1500, tens of points apart for
+  systems whose head-to-head shares imply hundreds, so the fixed point lands far outside them; a system
+  that lost to high and medium but swept low came out above high.) The placement is read from the matches
+  themselves (``_head_to_head_placement``); one number summing three matches can still sit above a
+  baseline the system narrowly lost to when it swept another, and the rating places it only when the
+  matches contradict each other.
 """
 
 from __future__ import annotations
@@ -677,7 +684,7 @@ class Placement(StrEnum):
 
 class PlacementBasis(StrEnum):
     HEAD_TO_HEAD = "head_to_head"  # what it did against each baseline, read from high to low
-    PERFORMANCE_RATING = "performance_rating"  # head-to-head results contradict each other, or one is missing
+    ELO = "elo"  # head-to-head results contradict each other, or one is missing: elo_against_baselines places it
 
 
 class Baseline(_Frozen):
@@ -721,38 +728,23 @@ def _tier_record(baseline: Baseline, result: MatchResult) -> TierRecord:
     )
 
 
-def performance_rating(shares_and_ratings: Sequence[tuple[float, float]]) -> MetricValue:
-    """The rating R with ``sum_i (share_i - E(R, R_i)) = 0``: the fixed point of the seed's Elo update
-    against opponents whose ratings stay frozen. n/a when every share is 1 (or 0): unbounded."""
+def elo_against_baselines(
+    shares_and_ratings: Sequence[tuple[float, float]], k: float = DEFAULT_K, initial_rating: float = INITIAL_RATING
+) -> MetricValue:
+    """Seed 001, 3.3: the new system's Elo after one round against frozen baselines (their ratings do not
+    move), starting from ``initial_rating``: ``R = R_0 + K sum_i (share_i - E(R_0, R_i))``, each match's
+    update computed from the rating before the round, as in a tournament round. n/a without a scored match."""
     if not shares_and_ratings:
-        return MetricValue(name="performance_rating", value=None, na_reason="no scored match")
-    observed = math.fsum(s for s, _ in shares_and_ratings)
-    if observed >= len(shares_and_ratings) - _SCORE_TOLERANCE:
-        return MetricValue(
-            name="performance_rating", value=None, na_reason="won every question: rating unbounded above"
-        )
-    if observed <= _SCORE_TOLERANCE:
-        return MetricValue(
-            name="performance_rating", value=None, na_reason="lost every question: rating unbounded below"
-        )
-
-    def excess(rating: float) -> float:  # decreasing in rating
-        return observed - math.fsum(expected_score(rating, r) for _, r in shares_and_ratings)
-
-    low = min(r for _, r in shares_and_ratings) - 400.0
-    high = max(r for _, r in shares_and_ratings) + 400.0
-    while excess(low) < 0:
-        low -= 400.0
-    while excess(high) > 0:
-        high += 400.0
-    for _ in range(200):
-        mid = (low + high) / 2
-        low, high = (mid, high) if excess(mid) > 0 else (low, mid)
-    return MetricValue(name="performance_rating", value=(low + high) / 2, n=len(shares_and_ratings))
+        return MetricValue(name="elo_against_baselines", value=None, na_reason="no scored match")
+    delta = math.fsum(share - expected_score(initial_rating, rating) for share, rating in shares_and_ratings)
+    return MetricValue(name="elo_against_baselines", value=initial_rating + k * delta, n=len(shares_and_ratings))
 
 
-def tier_position(results: Sequence[tuple[Baseline, MatchResult]]) -> TierPosition:
-    """Seed 001, 3.3 single-system mode: the new system against a high, a medium and a low baseline."""
+def tier_position(
+    results: Sequence[tuple[Baseline, MatchResult]], k: float = DEFAULT_K, initial_rating: float = INITIAL_RATING
+) -> TierPosition:
+    """Seed 001, 3.3 single-system mode: the new system against a high, a medium and a low baseline.
+    ``k`` and ``initial_rating`` should be those of the tournament that rated the baselines."""
     tiers = [b.tier for b, _ in results]
     if sorted(tiers) != sorted(BaselineTier):
         raise ValueError(f"need exactly one baseline per tier, got {tiers}")
@@ -763,7 +755,7 @@ def tier_position(results: Sequence[tuple[Baseline, MatchResult]]) -> TierPositi
         raise ValueError(f"baseline ratings must not increase from high to low, got {ratings}")
     records = tuple(_tier_record(b, r) for b, r in ordered)
     scored = [(rec.score_share, rec.baseline.rating) for rec in records if rec.score_share is not None]
-    elo = performance_rating(scored)
+    elo = elo_against_baselines(scored, k, initial_rating)
     head_to_head = _head_to_head_placement(records)
     if head_to_head is not None:
         return TierPosition(records=records, elo=elo, placement=head_to_head, basis=PlacementBasis.HEAD_TO_HEAD,
@@ -772,7 +764,7 @@ def tier_position(results: Sequence[tuple[Baseline, MatchResult]]) -> TierPositi
         above = sum(elo.value > r for r in ratings)
         placement = [Placement.BELOW_LOW, Placement.MEDIUM_TO_LOW, Placement.HIGH_TO_MEDIUM, Placement.ABOVE_HIGH]
         return TierPosition(records=records, elo=elo, placement=placement[above],
-                            basis=PlacementBasis.PERFORMANCE_RATING)
+                            basis=PlacementBasis.ELO)
     return TierPosition(records=records, elo=elo, placement=None, na_reason=elo.na_reason)
 
 
@@ -790,7 +782,7 @@ def _head_to_head_placement(records: Sequence[TierRecord]) -> Placement | None:
     scores exactly half against, below low when it loses to all three. Frozen baseline Elos only order the
     tiers; when they are close (a short tournament) a rating-based placement can put a system above a
     baseline it lost to. None when a match is void or the results contradict each other (it beats a
-    higher tier but loses to a lower one): then the performance rating decides."""
+    higher tier but loses to a lower one): then the Elo against the baselines decides."""
     sides = []
     for record in records:
         if record.score_share is None:

@@ -100,12 +100,15 @@ async def test_new_system_against_the_baseline_tiers(tmp_path) -> None:
     assert (by_tier[BaselineTier.HIGH].question_losses, by_tier[BaselineTier.HIGH].score_share) == (3, 0.0)
     assert (by_tier[BaselineTier.MEDIUM].question_ties, by_tier[BaselineTier.MEDIUM].score_share) == (3, 0.5)
     assert (by_tier[BaselineTier.LOW].question_wins, by_tier[BaselineTier.LOW].score_share) == (3, 1.0)
-    # pool Elo after its round robin: high 1531.26, mid 1500.70, low 1468.03; the new system rates 1500.00, just
-    # under mid's 1500.70 (mid beat low by more than high beat it), but it scored exactly half against mid: level
+    # pool Elo after its round robin: high 1531.26, mid 1500.70, low 1468.03; it scored exactly half against mid:
+    # level with it
     assert report.position.placement is Placement.LEVEL_MEDIUM
     mid_rating = by_tier[BaselineTier.MEDIUM].baseline.rating
     high_rating, low_rating = by_tier[BaselineTier.HIGH].baseline.rating, by_tier[BaselineTier.LOW].baseline.rating
-    # shares 0, 0.5, 1 against three ratings: the performance rating solves sum(share - E) = 0
+    # shares 0, 0.5, 1, one round from 1500 with the settings' K (seed 001, 3.3):
+    # R = 1500 + K sum(share - E(1500, R_i)) = 1500 + 32 (0 - 0.455 + 0.5 - 0.499 + 1 - 0.546) = 1500.0
     elo = report.position.elo.value
     assert elo is not None and low_rating < elo < high_rating
-    assert sum(expected_score(elo, r) for r in (high_rating, mid_rating, low_rating)) == pytest.approx(1.5)
+    shares = (0.0, 0.5, 1.0)
+    ratings = (high_rating, mid_rating, low_rating)
+    assert elo == pytest.approx(1500 + 32 * sum(s - expected_score(1500, r) for s, r in zip(shares, ratings, strict=True)))

@@ -20,10 +20,10 @@ from ragcourt.metrics.dice import (
     apply_round,
     bootstrap_elo_ci,
     decision_probabilities,
+    elo_against_baselines,
     elo_update,
     expected_score,
     hard_score,
-    performance_rating,
     refit_ratings,
     round_robin_schedule,
     run_tournament,
@@ -299,8 +299,8 @@ LOW = Baseline(name="S8", tier=BaselineTier.LOW, rating=1400.0)
 
 
 def test_tier_position_symmetric_example():
-    """Shares 0.25 / 0.5 / 0.75 against 1600 / 1500 / 1400: at R = 1500 the expectations are
-    E(1500,1600) + E(1500,1500) + E(1500,1400) = 0.240253 + 0.5 + 0.759747 = 1.5 = observed."""
+    """Shares 0.25 / 0.5 / 0.75 against 1600 / 1500 / 1400, one round from R_0 = 1500, K = 32:
+    R = 1500 + 32 [(0.25 - 0.240253) + (0.5 - 0.5) + (0.75 - 0.759747)] = 1500 + 32 * 0 = 1500."""
     position = tier_position(
         [
             (LOW, MatchResult.from_outcomes([1, 1, 1, 0])),
@@ -319,6 +319,8 @@ def test_tier_position_symmetric_example():
 
 
 def test_tier_position_between_high_and_medium():
+    """Shares 0.25 / 0.6 / 0.75: R = 1500 + 32 [(0.25 - 0.240253) + (0.6 - 0.5) + (0.75 - 0.759747)]
+    = 1500 + 32 * 0.1 = 1503.2."""
     position = tier_position(
         [
             (HIGH, MatchResult.from_outcomes([1, 0, 0, 0])),
@@ -326,9 +328,48 @@ def test_tier_position_between_high_and_medium():
             (LOW, MatchResult.from_outcomes([1, 1, 1, 0])),
         ]
     )
-    rating = position.elo.value
-    assert sum(expected_score(rating, r) for r in (1600, 1500, 1400)) == pytest.approx(0.25 + 0.6 + 0.75)
-    assert 1500 < rating < 1600 and position.placement is Placement.HIGH_TO_MEDIUM
+    assert position.elo.value == pytest.approx(1503.2)
+    assert position.placement is Placement.HIGH_TO_MEDIUM
+
+
+def test_walkthrough_loses_to_high_and_medium_sweeps_low_rates_between_medium_and_low():
+    """The walkthrough's pool (a 3-round K = 32 tournament: Elos 1509.74 / 1506.99 / 1483.27, a 26-point spread)
+    and new system: 23 ties and 7 losses in 30 against high (share 11.5/30), 17 ties and 13 losses against
+    medium (8.5/30), 30 wins against low (1.0).
+
+    Seed 001, 3.3, one round against the frozen baselines from R_0 = 1500 (K = 32):
+        R = R_0 + K sum_i (S_i/N_i - E(R_0, R_i)),  E(R_a, R_b) = 1 / (1 + 10^((R_b - R_a)/400))
+    E(1500, 1509.74) = 0.485986, E(1500, 1506.99) = 0.489944, E(1500, 1483.27) = 0.524057, so
+    R = 1500 + 32 [(0.383333 - 0.485986) + (0.283333 - 0.489944) + (1 - 0.524057)] = 1500 + 32 * 0.166680
+    = 1505.33: below medium and high, which it lost to, above low, which it beat.
+
+    The old figure was the performance rating, the R solving sum_i E(R, R_i) = sum_i S_i/N_i = 1.6667: 1538.8,
+    above high. It treats the baselines' few-step Elos as if their 26-point spread were their real strength
+    gap, so explaining a 1.0 against low needs a rating far above the whole pool."""
+    pool = [Baseline(name="extractive_k1", tier=BaselineTier.HIGH, rating=1509.7404378108126),
+            Baseline(name="extractive_k5", tier=BaselineTier.MEDIUM, rating=1506.9888935453773),
+            Baseline(name="closed_book", tier=BaselineTier.LOW, rating=1483.27066864381)]
+    shares = {BaselineTier.HIGH: [0.5] * 23 + [0.0] * 7, BaselineTier.MEDIUM: [0.5] * 17 + [0.0] * 13,
+              BaselineTier.LOW: [1.0] * 30}
+    position = tier_position([(b, MatchResult.from_outcomes(shares[b.tier])) for b in pool])
+    assert [r.outcome for r in position.records] == [MatchOutcome.LOSS, MatchOutcome.LOSS, MatchOutcome.WIN]
+    assert [expected_score(1500, b.rating) for b in pool] == pytest.approx([0.485986, 0.489944, 0.524057], abs=1e-6)
+    assert position.elo.value == pytest.approx(1500 + 32 * (11.5 / 30 + 8.5 / 30 + 1 - 0.485986 - 0.489944 - 0.524057),
+                                               abs=1e-4)
+    assert position.elo.value == pytest.approx(1505.33, abs=0.01)
+    assert pool[2].rating < position.elo.value < pool[1].rating < pool[0].rating
+    assert (position.placement, position.basis) == (Placement.MEDIUM_TO_LOW, PlacementBasis.HEAD_TO_HEAD)
+
+
+def test_elo_against_baselines_is_one_seed_round():
+    """The same number as the seed's update of one round (elo_update per match, all from R_0), with K and R_0
+    those of the pool's tournament; baselines' ratings do not move."""
+    ratings = (1531.0, 1500.7, 1468.0)
+    shares = (0.2, 0.5, 0.9)
+    pairs = list(zip(shares, ratings, strict=True))
+    expected = 1480.0 + sum(elo_update(1480.0, r, s * 10, 10, k=16)[0] - 1480.0 for s, r in pairs)
+    assert elo_against_baselines(pairs, k=16, initial_rating=1480.0).value == pytest.approx(expected)
+    assert elo_against_baselines([]).na_reason == "no scored match"
 
 
 CLOSE = [Baseline(name="h", tier=BaselineTier.HIGH, rating=1510.0),
@@ -337,27 +378,27 @@ CLOSE = [Baseline(name="h", tier=BaselineTier.HIGH, rating=1510.0),
 
 
 def test_close_baseline_ratings_do_not_place_a_system_above_baselines_it_lost_to():
-    """A short tournament leaves the pool's Elos 10 apart. Losing to high (0.3) and medium (0.45) but
-    crushing low (0.95) gives a performance rating above all three (total 1.7 of 3 against ~1500), which
-    would read "above high"; the matches say between medium and low."""
+    """A short tournament leaves the pool's Elos 10 apart. Losing to high (0.3) and medium (0.45) but crushing
+    low (0.95): R = 1500 + 32 [(0.3 - 0.485613) + (0.45 - 0.5) + (0.95 - 0.514387)] = 1500 + 32 * 0.2 = 1506.4,
+    below high (the old performance rating, 1.7 of 3 against ~1500, put it above high). One number summing three
+    matches still sits above medium, which it lost narrowly while sweeping low: the matches place it."""
     shares = {BaselineTier.HIGH: [1, 1, 1, 0, 0, 0, 0, 0, 0, 0], BaselineTier.MEDIUM: [1] * 9 + [0] * 11,
               BaselineTier.LOW: [1] * 19 + [0]}
     position = tier_position([(b, MatchResult.from_outcomes(shares[b.tier])) for b in CLOSE])
-    assert position.elo.value > 1510.0  # the rating alone would put it above high
+    assert position.elo.value == pytest.approx(1506.4)
     assert (position.placement, position.basis) == (Placement.MEDIUM_TO_LOW, PlacementBasis.HEAD_TO_HEAD)
 
 
-def test_contradicting_matches_fall_back_to_the_performance_rating():
-    """Beating high but losing to low says nothing consistent: the performance rating places it."""
+def test_contradicting_matches_fall_back_to_the_elo():
+    """Beating high but losing to low says nothing consistent: the Elo places it.
+    R = 1500 + 32 [(0.75 - 0.240253) + (0.25 - 0.5) + (0.25 - 0.759747)] = 1500 - 8 = 1492."""
     position = tier_position([
         (HIGH, MatchResult.from_outcomes([1, 1, 1, 0])),  # 0.75
         (MEDIUM, MatchResult.from_outcomes([1, 0, 0, 0])),  # 0.25
         (LOW, MatchResult.from_outcomes([1, 0, 0, 0])),  # 0.25
     ])
-    rating = position.elo.value
-    assert sum(expected_score(rating, r) for r in (1600, 1500, 1400)) == pytest.approx(1.25)
-    assert 1400 < rating < 1500
-    assert (position.placement, position.basis) == (Placement.MEDIUM_TO_LOW, PlacementBasis.PERFORMANCE_RATING)
+    assert position.elo.value == pytest.approx(1492.0)
+    assert (position.placement, position.basis) == (Placement.MEDIUM_TO_LOW, PlacementBasis.ELO)
 
 
 @pytest.mark.parametrize(
@@ -372,10 +413,12 @@ def test_head_to_head_placements(high, medium, low, placement):
     assert (position.placement, position.basis) == (placement, PlacementBasis.HEAD_TO_HEAD)
 
 
-def test_tier_position_all_won_is_unbounded_but_placed():
+def test_tier_position_all_won_is_finite_and_placed():
+    """Winning every question is bounded: R = 1500 + 32 [(1 - 0.240253) + (1 - 0.5) + (1 - 0.759747)] = 1548."""
     position = tier_position([(b, MatchResult.from_outcomes([1.0, 1.0])) for b in (HIGH, MEDIUM, LOW)])
-    assert position.elo.value is None and "unbounded above" in position.na_reason
+    assert position.elo.value == pytest.approx(1548.0) and position.na_reason is None
     assert position.placement is Placement.ABOVE_HIGH
-    assert performance_rating([]).value is None
+    void = tier_position([(b, MatchResult(score_a_total=0, n_questions=0)) for b in (HIGH, MEDIUM, LOW)])
+    assert void.elo.value is None and void.placement is None and void.na_reason == "no scored match"
     with pytest.raises(ValueError):
         tier_position([(HIGH, MatchResult.from_outcomes([1.0]))])
