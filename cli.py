@@ -196,6 +196,11 @@ def demo(
         console.print("jury: lexical + semantic (no LLM); answerer: extractive baseline; decomposer: sentences")
     _evaluate(workspace, config, _reference(workspace, HOTPOTQA_COLLECTION), samples, run_id, "bundled:hotpotqa",
               HOTPOTQA_COLLECTION)
+    if not local:
+        console.print("\nbaseline limits behind these figures: the extractive answerer answers with a whole "
+                      "sentence, so soft correctness (token F1 >= 0.8 against a short gold answer) is about 0 "
+                      "(answer_f1 shows the partial overlap); a yes/no reference is beyond the no-LLM judges in a "
+                      "context (unscored, so such elements stay undecided rather than blamed on the documents)")
     console.print(f"\nrun directory: {workspace.run_dir(run_id)}  (diagnostics.jsonl, config.json)")
     console.print(f"record store: {workspace.store_path}")
     console.print(f"next: [bold]ragcourt review {run_id} --home {home}[/bold] to decide escalated checks, "

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from ragcourt.combined_checks import CombinedJudgements, read_labels, render_combined
 from ragcourt.decision_tokens import verdict_probabilities
 from ragcourt.llm.client import LLMClient, StructuredResult
+from ragcourt.metrics.cuer import answered_yes_no, bare_yes_no
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Check, CheckKind, Label, TokenUsage, UnscoredReason, Verdict, VerdictStatus
 from ragcourt.text import content_tokens, overlap, sentences
@@ -345,11 +346,28 @@ class BaselineJudge:
             a, b = self._answer_quality(check.subject_text, check), self._answer_quality(check.target_text, check)
             label = Label.TIE if abs(a - b) < 0.05 else (Label.A if a > b else Label.B)
             return Verdict(label=label, rationale=f"A {a:.2f} vs B {b:.2f}", **common)
+        if kind in (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER):
+            element = bare_yes_no(check.subject_text)
+            if element is not None:
+                return self._yes_no_element(kind, check, element, common)
         strict, lenient = THRESHOLDS[self.rule]
         threshold = lenient if kind is CheckKind.CLAIM_SERVES_SUBQUERY else strict
         similarity = self._similarity(check.subject_text, check.target_text)
         label = Label.YES if similarity >= threshold else Label.NO
         return Verdict(label=label, rationale=f"{self.rule} similarity {similarity:.2f} vs {threshold}", **common)
+
+    def _yes_no_element(self, kind: CheckKind, check: Check, element: str, common: dict[str, Any]) -> Verdict:
+        """A reference answer that is just "yes" or "no" (HotpotQA's comparison questions): no overlap or
+        embedding finds it in a context, where only an LLM can tell whether the evidence implies it; deciding
+        "not there" would blame the documents for every such question. An answer that starts with yes or no
+        is compared word for word (as soft correctness does); anything else is left to the other judges."""
+        said = answered_yes_no(check.target_text) if kind is CheckKind.ELEMENT_IN_ANSWER else None
+        if said is not None:
+            return Verdict(label=Label.YES if said == element else Label.NO,
+                           rationale=f"the answer says {said!r}, the element {element!r}", **common)
+        where = "context" if kind is CheckKind.ELEMENT_IN_CONTEXT else "answer (it does not start with yes or no)"
+        return Verdict(**common | {"status": VerdictStatus.UNSCORED}, unscored_reason=UnscoredReason.BEYOND_RULE,
+                       detail=f"the {self.rule} rule cannot tell whether the {where} implies {element!r}")
 
     def _answer_quality(self, answer: str, check: Check) -> float:
         if check.reference:

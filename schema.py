@@ -88,6 +88,7 @@ class UnscoredReason(StrEnum):
     ERROR = "error"
     OUT_OF_RANGE = "out_of_range"
     MISSING_ITEM = "missing_item"
+    BEYOND_RULE = "beyond_rule"  # a no-LLM baseline judge's rule cannot decide this check (jury.BaselineJudge)
 
 
 class QueryType(StrEnum):

@@ -222,6 +222,17 @@ def _yes_no(tokens: Sequence[str]) -> str | None:
     return tokens[0]
 
 
+def bare_yes_no(text: str) -> str | None:
+    """"yes" or "no" when that is the whole text ("Yes.", "NO"), else None."""
+    tokens = soft_tokens(text)
+    return tokens[0] if tokens in (["yes"], ["no"]) else None
+
+
+def answered_yes_no(text: str) -> str | None:
+    """The yes or no an answer starts with ("Yes, it is." -> yes), else None."""
+    return _yes_no(soft_tokens(text))
+
+
 def soft_correct(prediction: str, golds: Sequence[str]) -> bool:
     """Seed 004 soft correctness: canonical match or token F1 >= 0.8 against some gold.
 

@@ -95,6 +95,36 @@ async def test_lexical_subject_without_content_words_is_no() -> None:
     assert verdict.label is Label.NO
 
 
+@pytest.mark.parametrize("rule", list(BaselineRule))
+async def test_a_bare_yes_or_no_element_is_beyond_the_rules_except_against_an_answer_that_says_it(
+    rule: BaselineRule,
+) -> None:
+    """HotpotQA's comparison questions have reference "yes" / "no": no context contains that word, so
+    "not in context" (then "documents doubtful") would be the rule's artefact, not a finding."""
+    judge = BaselineJudge(rule, embed=lambda texts: np.ones((len(texts), 3)))
+    question = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    context = check(CheckKind.ELEMENT_IN_CONTEXT, "Yes.", "Scott Derrickson is American. Ed Wood was American.",
+                    question=question)
+    sentence = check(CheckKind.ELEMENT_IN_ANSWER, "yes", "Both were American filmmakers.", question=question)
+    said_yes = check(CheckKind.ELEMENT_IN_ANSWER, "yes", "Yes, both were American.", question=question)
+    said_no = check(CheckKind.ELEMENT_IN_ANSWER, "YES", "No.", question=question)
+    unsure = check(CheckKind.ELEMENT_IN_ANSWER, "no", "No idea.", question=question)
+    (in_context,) = await judge.judge(CheckKind.ELEMENT_IN_CONTEXT, [context])
+    verdicts = await judge.judge(CheckKind.ELEMENT_IN_ANSWER, [sentence, said_yes, said_no, unsure])
+    assert [(v.status, v.label, v.unscored_reason) for v in (in_context, *verdicts)] == [
+        (VerdictStatus.UNSCORED, None, UnscoredReason.BEYOND_RULE),
+        (VerdictStatus.UNSCORED, None, UnscoredReason.BEYOND_RULE),
+        (VerdictStatus.OK, Label.YES, None),
+        (VerdictStatus.OK, Label.NO, None),
+        (VerdictStatus.UNSCORED, None, UnscoredReason.BEYOND_RULE),  # "No idea" is not a "no"
+    ]
+    assert in_context.detail == f"the {rule} rule cannot tell whether the context implies 'yes'"
+    # any other element, and a "yes" claim, keep the similarity rule
+    other = await judge_one(judge, check(CheckKind.ELEMENT_IN_CONTEXT, "Yes, Ed Wood", "Ed Wood was American."))
+    claim = await judge_one(judge, check(CheckKind.CLAIM_SUPPORTED, "Yes.", "Yes."))
+    assert other.label is not None and claim.label is not None
+
+
 # --------------------------------------------------------------------------- semantic baseline
 
 
