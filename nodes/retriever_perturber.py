@@ -51,7 +51,10 @@ async def retrieve_perturb(state: SampleState, runtime: Runtime[EvalContext]) ->
     if normal is None:
         try:
             chunks = await ctx.system.retrieve(sample, config.top_k, config.score_threshold)
-            add(NORMAL, chunks, f"{ctx.system.name}.retrieve", config.top_k, config.score_threshold)
+            # Given contexts (precomputed) were not cut at top_k: their k is unknown, and C-Prec@k takes them whole.
+            fixed = getattr(ctx.system, "fixed_retrieval", False)
+            add(NORMAL, chunks, f"{ctx.system.name}.retrieve", None if fixed else config.top_k,
+                None if fixed else config.score_threshold)
             normal = made[-1]
         except ConditionUnavailable as reason:  # the system answers but shows no retrieval
             hidden = str(reason)

@@ -78,7 +78,9 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
     supports = [[decisions.get(kind.CLAIM_SUPPORTED, cl.text, c.id) for c in chunks] for cl in claims]
     # Without claims nothing answers a sub-query: that is a decided "no", not an unscored check.
     answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.text, "claims") if claims else False for sq in subqueries]
-    values = qcare.qcare_metrics(covers, serves, answered, supports, k=len(chunks) or None)
+    # k is the retrieval's own (top_k), the same for every sample, so C-Prec@k is one metric across the run;
+    # given contexts have none, and every sample's chunks count whole under the name without @k.
+    values = qcare.qcare_metrics(covers, serves, answered, supports, k=normal.k if normal else None)
     if normal is None:  # the retrieval is unknown (not empty): what needs the chunks is n/a, never 0
         why = state.get("retrieval_hidden") or state.get("unavailable", {}).get(NORMAL.key, "no normal retrieval")
         values = tuple(
@@ -158,7 +160,7 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     if Method.QCARE in ctx.config.methods and "subqueries" not in state:  # the split failed: n/a, not absent
         normal = state.get("retrievals", {}).get(NORMAL.key)
         qcare_metrics = [not_available(m.name, SPLIT_FAILED.format(what="question", units="sub-queries"))
-                         for m in qcare.qcare_metrics([], [], [], [], k=len(normal.chunks) if normal else None)]
+                         for m in qcare.qcare_metrics([], [], [], [], k=normal.k if normal else None)]
     elements = tuple(
         element_outcome(
             e,

@@ -125,7 +125,7 @@ def test_precomputed_run_offline_then_resume_and_summary(tmp_path: Path, monkeyp
         (diagnostics,) = store.get_diagnostics("cli-1")
         n_checks = len(store.checks_for("cli-1"))
     metrics = {m.name: m.value for m in diagnostics.metrics}
-    assert metrics == {"c_prec@2": 0.5, "c_ndcg@2": 1.0, "completeness": 1.0, "conciseness": 1.0,
+    assert metrics == {"c_prec": 0.5, "c_ndcg": 1.0, "completeness": 1.0, "conciseness": 1.0,
                        "verifiableness": 1.0, "element_coverage": 1.0}
     assert [e.status for e in diagnostics.elements] == ["answered"]
     assert n_checks == 1 + 1 + 2 + 1 + 2 + 1  # element x2, sub-query/chunk x2, answered, supported x2, serves

@@ -125,7 +125,7 @@ def test_a_one_megabyte_chunk_is_accepted_and_stored_whole(tmp_path: Path) -> No
     # lexical judge: the sub-query {anvil, weight} and the claim {anvil, weight, one, ton} are in the 1 MB
     # chunk, not in "Bananas." -> r = [1, 0]: C-Prec@2 = 1/2; the one claim is supported: Verifiableness 1
     assert diagnostics.metric("verifiableness").value == 1.0
-    assert diagnostics.metric("c_prec@2").value == 0.5
+    assert diagnostics.metric("c_prec").value == 0.5  # given contexts: no @k
 
 
 @pytest.mark.parametrize(("name", "line", "field", "words"), [
@@ -183,8 +183,8 @@ def test_repeated_judges_on_the_command_line_are_refused(tmp_path: Path) -> None
 
 def test_elements_import_refuses_a_blank_element_with_its_location(tmp_path: Path) -> None:
     path = BAD / "elements_bad.jsonl"
-    refused(invoke("elements", "import", str(path), "--home", str(tmp_path)), path, 1, "elements",
-            "element 1 is blank")
+    refused(invoke("elements", "import", str(path), "--home", str(tmp_path)), path, 1, "elements[1]",
+            "is blank; delete it from the list instead")
 
 
 # --------------------------------------------------------------------------- fuzz
