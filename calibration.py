@@ -15,16 +15,15 @@ rater's figures and is counted, never scored as agreement or disagreement.
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from ragcourt.datasets import RagCheckerPair, label_from_human_score
+from ragcourt.datasets import RagCheckerPair, label_from_human_score, read_jsonl_models
 from ragcourt.graphs.tournament import build_match_graph
 from ragcourt.jury import Judge
 from ragcourt.metrics.agreement import (
@@ -228,22 +227,22 @@ class HumanLabel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    check_id: str
+    check_id: str = Field(min_length=1)
     label: Label | None = None
-    score: float | None = None
-    annotator: str = "human"
+    score: float | None = Field(default=None, strict=True, allow_inf_nan=False)
+    annotator: str = Field(default="human", min_length=1)
 
 
 def load_labels(path: Path) -> list[HumanLabel]:
-    labels = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            labels.append(HumanLabel.model_validate(json.loads(line)))
-        except ValueError as error:
-            raise ValueError(f"{path}:{number}: {error}") from None
-    return labels
+    """A labels file: JSONL of {check_id, label | score, annotator?}. Every problem of every line is reported
+    at once (DatasetErrors: file, line, field); a file with a bad line gives no labels."""
+
+    def check(_: int, label: HumanLabel) -> tuple[str, str] | None:
+        if label.label is None and label.score is None:
+            return "label", "is missing: give a 'label' (" + ", ".join(Label) + ") or a 0-10 'score'"
+        return None
+
+    return [label for _, label in read_jsonl_models(path, HumanLabel, check)]
 
 
 def review_labels(store: RecordStore, run_id: str) -> list[HumanLabel]:

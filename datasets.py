@@ -21,14 +21,15 @@ import functools
 import io
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ragcourt.schema import Chunk, Label, Sample, content_id
 
@@ -64,6 +65,32 @@ class DatasetError(ValueError):
 
 def _rebuild_error(file: str, message: str, line: int | None, field: str | None) -> DatasetError:
     return DatasetError(file, message, line=line, field=field)
+
+
+class DatasetErrors(DatasetError):
+    """Every problem found in one input file, in line order, each a DatasetError naming file, line and field.
+
+    `file`, `line`, `field` and `message` are the first problem's, so code that reports one error still
+    reports something true; str() is every problem, one per line.
+    """
+
+    def __init__(self, errors: Sequence[DatasetError]):
+        if not errors:
+            raise ValueError("DatasetErrors needs at least one error")
+        self.errors = tuple(errors)
+        first = self.errors[0]
+        super().__init__(first.file, first.message, line=first.line, field=first.field)
+
+    def __str__(self) -> str:
+        return "\n".join(str(error) for error in self.errors)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DatasetErrors, (self.errors,))
+
+    @property
+    def n_lines(self) -> int:
+        """How many distinct lines have a problem (file-level problems count as none)."""
+        return len({error.line for error in self.errors if error.line is not None})
 
 
 class ErrorPolicy(StrEnum):
@@ -340,6 +367,12 @@ def _first_surrogate_field(value: Any, field: str) -> str | None:
     return None
 
 
+def _refuse_surrogates(row: Mapping[str, Any]) -> None:
+    bad = _first_surrogate_field(dict(row), "")
+    if bad is not None:
+        raise _RowError(bad.lstrip(".") or None, "contains a lone surrogate (not valid Unicode text)")
+
+
 _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
     "id": ("question_id",),
     "question": ("question_text", "query"),
@@ -383,9 +416,7 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
         if key in metadata:
             raise _RowError(key, "given both at top level and inside 'metadata'; keep one")
         metadata[key] = value
-    bad = _first_surrogate_field(dict(row), "")
-    if bad:
-        raise _RowError(bad.lstrip(".") or None, "contains a lone surrogate (not valid Unicode text)")
+    _refuse_surrogates(row)
     try:
         return Sample(
             id=sample_id,
@@ -497,12 +528,99 @@ def _jsonl_value(raw: bytes) -> Any:
     return value
 
 
+# --------------------------------------------------------------------------- JSONL of pydantic models
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_NUMBER_ERRORS = {"int_type", "int_parsing", "int_from_float", "float_type", "float_parsing"}
+_LIST_ERRORS = {"list_type", "tuple_type", "set_type", "frozen_set_type"}
+
+
+def _field_name(loc: tuple[int | str, ...]) -> str | None:
+    """A pydantic location in the loaders' words: ('elements', 1, 'text') -> elements[1].text."""
+    name = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    return name or None
+
+
+def _mentions_str(annotation: Any) -> bool:
+    return annotation is str or any(_mentions_str(arg) for arg in get_args(annotation))
+
+
+def _pydantic_problems(error: ValidationError, model: type[BaseModel]) -> list[tuple[str | None, str]]:
+    """(field, problem) for every error pydantic found validating `model` from JSON values, worded like the
+    loaders' own checks (JSON type names, `elements[1]`), never pydantic's words for Python types."""
+    problems = []
+    for item in error.errors(include_url=False):
+        kind, loc, got, ctx = item["type"], item["loc"], item["input"], item.get("ctx", {})
+        if kind == "missing":
+            message = "is missing"
+        elif kind == "extra_forbidden":
+            message = f"unknown field (allowed: {', '.join(model.model_fields)})"
+        elif kind in _LIST_ERRORS:
+            field = model.model_fields.get(str(loc[0])) if len(loc) == 1 else None
+            of_strings = field is not None and _mentions_str(field.annotation)
+            message = f"must be a list{' of strings' * of_strings}, got {_type_name(got)}"
+        elif kind == "string_type":
+            message = f"must be a string, got {_type_name(got)}"
+        elif kind == "string_too_short" and ctx.get("min_length") == 1:
+            message = "is empty"
+        elif kind in ("bool_type", "bool_parsing"):
+            message = f"must be true or false, got {_type_name(got)}"
+        elif kind in _NUMBER_ERRORS:
+            message = f"must be a number, got {_type_name(got)}"
+        elif kind == "finite_number":
+            message = f"must be a finite number, got {got!r}"
+        elif kind in ("enum", "literal_error"):
+            allowed = ", ".join(part.strip("'") for part in re.split(r", | or ", ctx["expected"]))
+            message = f"must be one of {allowed}, got {repr(got) if isinstance(got, str) else _type_name(got)}"
+        elif kind == "value_error":
+            message = str(ctx["error"])
+        else:
+            message = item["msg"]
+        problems.append((_field_name(loc), message))
+    return problems
+
+
+def read_jsonl_models(
+    path: Path, model: type[_Model], check: Callable[[int, _Model], tuple[str | None, str] | None] | None = None
+) -> list[tuple[int, _Model]]:
+    """(line, model) for every line of a JSONL file of `model` objects, read like the sample loaders.
+
+    Every problem of every line is collected (see `_pydantic_problems`), and `check(line, item)` adds the
+    (field, problem) pydantic cannot see on a line that validates. Any problem raises DatasetErrors, so a
+    file with one bad line gives nothing.
+    """
+    path = Path(path)
+    try:
+        numbered = list(_jsonl_lines(_read_bytes(path)))
+    except DatasetError as error:
+        raise DatasetErrors([error]) from None
+    items: list[tuple[int, _Model]] = []
+    errors: list[DatasetError] = []
+    for number, raw in numbered:
+        try:
+            row = _jsonl_value(raw)
+            if not isinstance(row, dict):
+                raise _RowError(None, f"expected a JSON object, got {_type_name(row)}")
+            _refuse_surrogates(row)
+            item = model.model_validate(row)
+            problem = check(number, item) if check is not None else None
+            problems = [] if problem is None else [problem]
+        except _RowError as error:
+            problems = [(error.field, error.message)]
+        except ValidationError as error:
+            problems = _pydantic_problems(error, model)
+        errors.extend(DatasetError(path, message, line=number, field=field) for field, message in problems)
+        if not problems:
+            items.append((number, item))
+    if errors:
+        raise DatasetErrors(errors)
+    return items
+
+
 def _corpus_chunk(path: Path, row: Any) -> Chunk:
     if not isinstance(row, dict):
         raise _RowError(None, f"expected a JSON object with 'text', got {_type_name(row)}")
-    surrogate = _first_surrogate_field(row, "")
-    if surrogate is not None:
-        raise _RowError(surrogate.lstrip("."), "contains a lone surrogate (not valid Unicode text)")
+    _refuse_surrogates(row)
     text = _text("text", row.get("text"), required=True)
     assert text is not None
     chunk_id = content_id(text) if row.get("id") is None else _sample_id("id", row["id"])

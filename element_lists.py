@@ -2,9 +2,10 @@
 
 An element list is the stored `Decomposition` (kind elements) of a reference answer, content addressed
 by (reference text, prompt hash, decomposer model). Export writes one line per sample of a run; import
-validates every line (file, line and field named on any error), then stores each changed list as an
-edited Decomposition under the SAME id, so `frozen_split` hands it to every later run. A line whose
-elements equal the stored list is left alone: importing an unedited export changes nothing.
+validates every line first and reports every problem (file, line and field; nothing is stored while one
+line is bad), then stores each changed list as an edited Decomposition under the SAME id, so
+`frozen_split` hands it to every later run. A line whose elements equal the stored list is left alone:
+importing an unedited export changes nothing.
 
 Lines hold the keys that rebuild the id (prompt_hash, model_id), so a list whose split was never stored
 (a failed split) can be imported too, and a line whose reference text was changed is refused: an
@@ -17,14 +18,21 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ragcourt.datasets import DatasetError
+from ragcourt.datasets import read_jsonl_models
 from ragcourt.decomposers import Decomposer
 from ragcourt.metrics.elements import is_pointer_element
 from ragcourt.schema import Decomposition, DecompositionKind, Element, Sample, content_id
 from ragcourt.stores.records import RecordStore
+
+
+def _kept_element(text: str) -> str:
+    if not text.strip():
+        raise ValueError("is blank; delete it from the list instead")
+    return text.strip()
 
 
 class ElementListLine(BaseModel):
@@ -39,17 +47,9 @@ class ElementListLine(BaseModel):
     decomposition_id: str = Field(min_length=1)
     prompt_hash: str = Field(min_length=1)
     model_id: str = Field(min_length=1)
-    elements: tuple[str, ...]
-    edited: bool = False
+    elements: tuple[Annotated[str, AfterValidator(_kept_element)], ...]
+    edited: bool = Field(default=False, strict=True)
     pointer_elements: tuple[str, ...] = ()
-
-    @field_validator("elements")
-    @classmethod
-    def _no_blank_element(cls, elements: tuple[str, ...]) -> tuple[str, ...]:
-        for index, text in enumerate(elements):
-            if not text.strip():
-                raise ValueError(f"element {index} is blank; delete it from the list instead")
-        return tuple(text.strip() for text in elements)
 
 
 @dataclass(frozen=True)
@@ -109,51 +109,28 @@ def write_lines(lines: Sequence[ElementListLine], path: Path) -> None:
 
 
 def read_lines(path: Path) -> list[ElementListLine]:
-    """Parse and validate an element-list file; the first problem raises a DatasetError with file, line, field.
+    """Parse and validate every line of an element-list file; any problem raises DatasetErrors listing every
+    problem of every line (file, line, field), so nothing is imported from a file with a bad line.
 
     Also refused: a line whose decomposition_id does not match its reference text, prompt hash and model
     (the reference was edited, or the line was copied from another list), and one id given twice with
     different elements.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(path, f"cannot read: {error}") from None
-    lines: list[ElementListLine] = []
     first_seen: dict[str, tuple[int, tuple[str, ...]]] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise DatasetError(path, f"not valid JSON: {error.msg} (column {error.colno})", line=number) from None
-        if not isinstance(value, dict):
-            raise DatasetError(path, f"expected a JSON object, got {type(value).__name__}", line=number)
-        try:
-            line = ElementListLine.model_validate(value)
-        except ValidationError as error:
-            item = error.errors()[0]
-            field = ".".join(str(part) for part in item["loc"]) or None
-            message = "unknown field (allowed: " + ", ".join(ElementListLine.model_fields) + ")" \
-                if item["type"] == "extra_forbidden" else item["msg"]
-            raise DatasetError(path, message, line=number, field=field) from None
+
+    def check(number: int, line: ElementListLine) -> tuple[str, str] | None:
         expected = Decomposition.make_id(DecompositionKind.ELEMENTS, line.reference_answer, line.prompt_hash,
                                          line.model_id)
         if expected != line.decomposition_id:
-            raise DatasetError(
-                path, "does not match reference_answer, prompt_hash and model_id: element lists are keyed by "
-                "the reference text, so edit the reference in the dataset (then `ragcourt rerun --changed`), "
-                "not here", line=number, field="decomposition_id",
-            )
+            return ("decomposition_id", "does not match reference_answer, prompt_hash and model_id: element "
+                    "lists are keyed by the reference text, so edit the reference in the dataset (then "
+                    "`ragcourt rerun --changed`), not here")
         seen = first_seen.setdefault(line.decomposition_id, (number, line.elements))
         if seen[1] != line.elements:
-            raise DatasetError(path, f"the same reference text has other elements on line {seen[0]}",
-                               line=number, field="elements")
-        lines.append(line)
-    if not lines:
-        raise DatasetError(path, "holds no element lists")
-    return lines
+            return "elements", f"the same reference text has other elements on line {seen[0]}"
+        return None
+
+    return [line for _, line in read_jsonl_models(path, ElementListLine, check)]
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ from ragcourt.calibration import (
     load_labels,
     review_labels,
 )
+from ragcourt.commands.elements import fail_all
 from ragcourt.commands.output import console
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, EvalConfig, JudgeSpec
-from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_ragchecker_pairs
+from ragcourt.datasets import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
 from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.schema import MetricValue, content_id
 
@@ -81,8 +82,9 @@ def calibrate_command(
     pairs: Annotated[Path | None, typer.Option(help="a RAGChecker pairs file (default: the bundled one)")] = None,
     labels: Annotated[Path | None, typer.Option(help="JSONL of {check_id, label | score, annotator?} for "
                                                         "checks in the store")] = None,
-    run_id: Annotated[str | None, typer.Option("--run", help="use the review decisions of this run")] = None,
-    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]; "
+    run_id: Annotated[str | None, typer.Option("--run", help="use the review decisions of this run (ignored "
+                                                             "with --labels)")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]; "
                                                             "with --labels/--run: judge ids in the store")] = None,
     logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs")] = False,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
@@ -92,7 +94,11 @@ def calibrate_command(
     """Agreement of judges with human labels: accuracy, Cohen's / Fleiss' kappa, correlations, confusion."""
     if not (ragchecker or pairs) and labels is None and run_id is None:
         _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
-    store = Workspace(home).open_store()
+    workspace = Workspace(home)
+    from_store = not (ragchecker or pairs)
+    if from_store and not workspace.store_path.exists():  # labels and reviews name stored checks
+        _fail(f"no record store at {workspace.store_path}")
+    store = workspace.open_store()
     try:
         items: list[CalibrationItem]
         if ragchecker or pairs:
@@ -115,9 +121,19 @@ def calibrate_command(
                           "(human overall label: negative A better, positive B better, 0 Tie); every pair judged "
                           f"in both orders; position-bias Ties per judge: {flagged}")
         else:
-            human = load_labels(labels) if labels else review_labels(store, run_id or "")
-            if not human:
-                _fail("no human labels found" + (f" in the reviews of run {run_id}" if run_id else ""))
+            if labels is not None:
+                try:
+                    human = load_labels(labels)
+                except DatasetErrors as error:
+                    fail_all(error, "fix them and calibrate again")
+            else:
+                assert run_id is not None
+                if store.get_run(run_id) is None:
+                    _fail(f"no run '{run_id}' in {workspace.store_path}")
+                human = review_labels(store, run_id)
+                if not human:
+                    _fail(f"run '{run_id}' has no review decisions to use as human labels: review its "
+                          f"escalated checks first (`ragcourt review {run_id}`), or give --labels FILE")
             items, judge_ids = items_from_store(store, human, judge)
         for report in calibrate(items, judge_ids, seed=seed, n_resamples=bootstrap):
             print_calibration(report)

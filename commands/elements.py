@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -14,13 +14,27 @@ from ragcourt.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.commands.output import Home, console
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig
-from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_ragchecker_pairs
+from ragcourt.datasets import BundledDataset, DatasetErrors, bundled, load_ragchecker_pairs
 from ragcourt.element_lists import export_lines, import_lines, read_lines, write_lines
+
+MAX_SHOWN = 50  # problems printed by a failed import; the rest are counted
+
+
+def fail_all(error: DatasetErrors, consequence: str) -> NoReturn:
+    """Print every problem of a refused file (up to MAX_SHOWN), one `error:` line each, then how many lines
+    are bad and `consequence` (e.g. "nothing was imported"); exit 2 like `fail`."""
+    for problem in error.errors[:MAX_SHOWN]:
+        console.print(f"[red]error:[/red] {escape(str(problem))}")
+    if len(error.errors) > MAX_SHOWN:
+        console.print(f"[red]error:[/red] ... and {len(error.errors) - MAX_SHOWN} more problems")
+    bad = error.n_lines
+    if bad:
+        _fail(f"{bad} bad line{'s' * (bad != 1)} in {error.file}; {consequence}")
+    raise typer.Exit(2)
+
 
 elements_app = typer.Typer(no_args_is_help=True, help="Export and import the frozen element lists of "
                            "reference answers, so a person can edit them (seed 003).")
-
-
 
 
 @elements_app.command("export")
@@ -57,8 +71,8 @@ def import_elements(
     """Validate every line, then store each changed list as edited under the same id: later runs use it."""
     try:
         lines = read_lines(file)
-    except DatasetError as error:
-        _fail(str(error))
+    except DatasetErrors as error:
+        fail_all(error, "nothing was imported")
     with Workspace(home).open_store() as store:
         result = import_lines(store, lines)
     console.print(f"{len(result.changed)} element lists stored as edited, {len(result.unchanged)} unchanged")

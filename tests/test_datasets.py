@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict
 
 from ragcourt.datasets import (
     BundledDataset,
     DatasetError,
+    DatasetErrors,
     ErrorPolicy,
     bundled,
     label_from_human_score,
@@ -23,6 +25,7 @@ from ragcourt.datasets import (
     load_ragchecker_pairs,
     load_samples,
     paragraph_id,
+    read_jsonl_models,
 )
 from ragcourt.schema import Label
 
@@ -120,6 +123,44 @@ def test_skip_policy_still_raises_for_whole_file_problems() -> None:
     with pytest.raises(DatasetError) as caught:
         load_samples(BAD / "syntax.json", on_error=ErrorPolicy.SKIP)
     assert caught.value.line == 4
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+
+
+class _Toy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tags: tuple[str, ...]
+    parts: list[_Part] = []
+    label: Label | None = None
+
+
+def test_jsonl_models_report_every_pydantic_error_in_the_loaders_words(tmp_path: Path) -> None:
+    path = tmp_path / "toy.jsonl"
+    path.write_text("\n".join([
+        '{"tags": ["a"], "label": "Tie", "parts": [{"name": "p"}]}',
+        '{"colour": "red"}',
+        '{"tags": "a", "parts": {"name": "p"}, "label": ["yes"]}',
+        '{"tags": ["a", 3], "parts": [{"name": "p"}, {}], "label": "maybe"}',
+    ]) + "\n")
+    with pytest.raises(DatasetErrors) as caught:
+        read_jsonl_models(path, _Toy)
+    assert [str(error).removeprefix(f"{path}:") for error in caught.value.errors] == [
+        "2: field 'tags': is missing",
+        "2: field 'colour': unknown field (allowed: tags, parts, label)",
+        "3: field 'tags': must be a list of strings, got string",
+        "3: field 'parts': must be a list, got object",
+        "3: field 'label': must be one of yes, no, A, B, Tie, got list",
+        "4: field 'tags[1]': must be a string, got number",
+        "4: field 'parts[1].name': is missing",
+        "4: field 'label': must be one of yes, no, A, B, Tie, got 'maybe'",
+    ]
+    assert caught.value.n_lines == 3 and str(caught.value) == "\n".join(map(str, caught.value.errors))
+    assert str(pickle.loads(pickle.dumps(caught.value))) == str(caught.value)
+    path.write_text('{"tags": ["a"]}\n\n{"tags": []}\n')
+    assert read_jsonl_models(path, _Toy) == [(1, _Toy(tags=("a",))), (3, _Toy(tags=()))]
 
 
 # --------------------------------------------------------------------------- good inputs

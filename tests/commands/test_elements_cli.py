@@ -96,9 +96,15 @@ def _line(**changes) -> str:
     ("second_line", "field", "message"),
     [
         ("{not json", None, "not valid JSON"),
-        ("[1, 2]", None, "expected a JSON object"),
-        (_line(elements=None), "elements", "Field required"),
-        (_line(elements=["ok", "  "]), "elements", "element 1 is blank"),
+        ("[1, 2]", None, "expected a JSON object, got list"),
+        (_line(elements=None), "elements", "is missing"),
+        (_line(elements="A."), "elements", "must be a list of strings, got string"),
+        (_line(elements={"0": "A."}), "elements", "must be a list of strings, got object"),
+        (_line(elements=["ok", 3]), "elements[1]", "must be a string, got number"),
+        (_line(elements=["ok", "  "]), "elements[1]", "is blank; delete it from the list instead"),
+        (_line(sample_id=7), "sample_id", "must be a string, got number"),
+        (_line(model_id=""), "model_id", "is empty"),
+        (_line(edited="yes"), "edited", "must be true or false, got string"),
         (_line(colour="red"), "colour", "unknown field"),
         (_line(reference_answer="A. B. C."), "decomposition_id", "does not match reference_answer"),
         (_line(elements=["B."]), "elements", "other elements on line 1"),
@@ -111,6 +117,66 @@ def test_import_errors_name_file_line_and_field(tmp_path, second_line, field, me
         read_lines(path)
     assert (caught.value.file, caught.value.line, caught.value.field) == (str(path), 2, field)
     assert message in caught.value.message
+    assert "tuple" not in str(caught.value)  # pydantic's words for the model, not the JSON the user wrote
+
+
+def test_import_reports_every_bad_line_and_leaves_the_store_unchanged(tmp_path):
+    """Line 1 is a valid edit: it must not be stored while lines 2-5 are bad."""
+    home = tmp_path / "ws"
+    original = Decomposition(id=Decomposition.make_id(DecompositionKind.ELEMENTS, "A. B.", "p", "m"),
+                             kind=DecompositionKind.ELEMENTS, source_text="A. B.", items=("A.", "B."),
+                             prompt_hash="p", model_id="m")
+    with Workspace(home).open_store() as store:
+        store.put(original)
+        before = store.to_frame(Decomposition)
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join([
+        _line(elements=["A."]),  # the edit (drops "B.")
+        _line(elements="A. B."),
+        "{not json",
+        "",  # blank lines are skipped, and keep the numbering
+        _line(elements=["A.", 3], colour="red"),
+        _line(reference_answer="A. B. C."),
+    ]) + "\n", encoding="utf-8")
+
+    result = CliRunner().invoke(app, ["elements", "import", str(path), "--home", str(home)])
+
+    assert result.exit_code == 2, result.output
+    said = [" ".join(line.split()) for line in " ".join(result.output.split()).split("error: ")[1:]]
+    assert said == [
+        f"{path}:2: field 'elements': must be a list of strings, got string",
+        f"{path}:3: not valid JSON: Expecting property name enclosed in double quotes (column 2)",
+        f"{path}:5: field 'elements[1]': must be a string, got number",
+        f"{path}:5: field 'colour': unknown field (allowed: sample_id, question, reference_answer, "
+        "decomposition_id, prompt_hash, model_id, elements, edited, pointer_elements)",
+        f"{path}:6: field 'decomposition_id': does not match reference_answer, prompt_hash and model_id: "
+        "element lists are keyed by the reference text, so edit the reference in the dataset (then "
+        "`ragcourt rerun --changed`), not here",
+        f"4 bad lines in {path}; nothing was imported",
+    ]
+    assert "stored as edited" not in result.output
+    with Workspace(home).open_store() as store:
+        assert store.get_decomposition(original.id) == original
+        assert store.to_frame(Decomposition).equals(before)
+
+
+def test_a_failed_import_prints_at_most_fifty_problems_and_counts_the_rest(tmp_path):
+    path = tmp_path / "edited.jsonl"
+    path.write_text("[]\n" * 60, encoding="utf-8")
+    result = CliRunner().invoke(app, ["elements", "import", str(path), "--home", str(tmp_path / "ws")])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert said.count("expected a JSON object, got list") == 50
+    assert f"{path}:50:" in said and f"{path}:51:" not in said
+    assert "... and 10 more problems" in said and f"60 bad lines in {path}; nothing was imported" in said
+
+
+def test_an_empty_import_file_is_refused_without_a_count(tmp_path):
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n \n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["elements", "import", str(path), "--home", str(tmp_path / "ws")])
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()) == f"error: {path}: file is empty"
 
 
 def test_an_import_with_an_error_writes_nothing(tmp_path):
