@@ -166,7 +166,7 @@ def demo(
     home: Home = DEFAULT_HOME,
     questions: Annotated[int | None, typer.Option(help="how many HotpotQA questions [default: 10; "
                                                      "3 with --local]")] = None,
-    local: Annotated[bool, typer.Option("--local", help="jury [local LLM, lexical] and a local-LLM answerer: "
+    local: Annotated[bool, typer.Option("--local", help="jury \\[local LLM, lexical] and a local-LLM answerer: "
                                         "the bundled SmolLM2-135M in process (llama.cpp), fully offline")] = False,
 ) -> None:
     """Index the bundled HotpotQA sample, evaluate the reference RAG with a two-judge jury, offline."""
@@ -236,7 +236,7 @@ def _corpus(path: Path) -> list[Chunk]:
 def run(
     dataset: Annotated[Path, typer.Argument(help="samples: JSONL / JSON / CSV, or a HotpotQA IRCoT file")],
     system: Annotated[str, typer.Option(help="'reference' (chromadb + answerer) or 'precomputed'")] = "reference",
-    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]")] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML or TOML EvalConfig")] = None,
     method: Annotated[list[Method] | None, typer.Option(help="repeatable; default from config")] = None,
     collection: Annotated[str, typer.Option(help="chromadb collection of the reference system")] = HOTPOTQA_COLLECTION,

@@ -171,7 +171,7 @@ def print_tiers(report: TierReport, k: float) -> None:
 def rank(
     systems: Annotated[list[Path], typer.Argument(help="one answer file per system (JSONL: id, question, answer, "
                                                        "contexts?); with --baselines, the one new system")],
-    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL[@URL]")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]")] = None,
     logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs (A/B/Tie probabilities)")] = False,
     mode: Annotated[TournamentMode, typer.Option(help="swiss or round_robin")] = TournamentMode.SWISS,
     rounds: Annotated[int | None, typer.Option(help="default: ceil(log2 n) + 1 (Swiss), all (round robin)")] = None,
