@@ -140,3 +140,12 @@ def test_precomputed_run_offline_then_resume_and_summary(tmp_path: Path, monkeyp
     summary = RUNNER.invoke(app, ["summary", "cli-1", "--home", "home"])
     assert summary.exit_code == 0
     assert "1 samples (0 failed), 8 checks" in flat(summary.output)
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    (["run"], "openai:MODEL[@URL]"), (["rank"], "openai:MODEL[@URL]"), (["demo"], "jury [local LLM, lexical]"),
+])
+def test_help_shows_bracketed_text_literally(command: list[str], shown: str) -> None:
+    """Rich reads `[...]` in help text as markup and drops it unless escaped."""
+    result = RUNNER.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and shown in flat(result.output)
