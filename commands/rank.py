@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
 from ragcourt.api import DEFAULT_HOME, Models, Workspace
-from ragcourt.commands.output import console
+from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig, JudgeSpec
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
@@ -51,39 +49,6 @@ def _ci(low: float | None, high: float | None, reason: str | None) -> str:
     return f"n/a ({reason})" if low is None or high is None else f"[{low:.0f}, {high:.0f}]"
 
 
-def _column_table(table: Table, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
-    """`table` with these columns and rows (plain text, escaped here), sized so that no value is cut at a
-    narrow terminal (rich's own squeezing printed `extract…` for extractive_k1 and extractive_k5). Each
-    column is at least as wide as its longest word, so names and numbers stay whole. When the table is wider
-    than the console, first multi-word headers wrap between words, then multi-word values ("[1506, 1513]",
-    reasons), the biggest saving first; if it is still too wide it keeps that width (see `_print_table`)."""
-    natural, headers_wrapped, all_wrapped = [], [], []
-    for index, header in enumerate(headers):
-        values = [row[index] for row in rows]
-        natural.append(max(map(cell_len, [header, *values])))
-        headers_wrapped.append(max(map(cell_len, [*header.split(), *values])))
-        all_wrapped.append(max(map(cell_len, [*header.split(), *(w for v in values for w in v.split())])))
-    widths = list(natural)
-    overhead = 3 * len(headers) + 1  # a border before each column and after the last, one space either side
-    for narrower in (headers_wrapped, all_wrapped):
-        while sum(widths) + overhead > console.width:
-            saving, index = max((w - n, i) for i, (w, n) in enumerate(zip(widths, narrower, strict=True)))
-            if saving <= 0:
-                break
-            widths[index] = narrower[index]
-    if sum(widths) + overhead > console.width:
-        table.width = sum(widths) + overhead
-    for header, width in zip(headers, widths, strict=True):
-        table.add_column(header, width=width)
-    for row in rows:
-        table.add_row(*map(escape, row))
-    return table
-
-
-def _print_table(table: Table) -> None:
-    console.print(table, crop=table.width is None)  # a table wider than the console runs past it, whole
-
-
 def print_ranking(report: RankingReport) -> None:
     result = report.tournament
     n_systems = len(result.standings)
@@ -95,7 +60,7 @@ def print_ranking(report: RankingReport) -> None:
          str(s.byes)]
         for rank, s in enumerate(result.standings, start=1)
     ]
-    table = _column_table(
+    print_table(
         Table(title=f"DICE {result.mode} tournament: {result.n_matches} matches (round robin: {all_pairs}), "
                     f"{len(result.rounds)} rounds, {n_systems} systems, {len(report.questions)} questions per "
                     f"match, K={result.k:g}, seed {result.seed}",
@@ -103,7 +68,6 @@ def print_ranking(report: RankingReport) -> None:
                       "settles on over every played match; W-T-L: matches won, tied, lost"),
         ["#", "system", "Elo", "95% CI", "refit Elo", "W-T-L", "matches", "byes"], rows,
     )
-    _print_table(table)
     # The seed ranks by the Elo after the last round; the refit (the ratings the seed's update settles on over
     # every played match) uses the same evidence better when matches are few (metrics.dice.refit_ratings).
     if result.refitted.ratings is None:
@@ -141,13 +105,12 @@ def print_tiers(report: TierReport, k: float) -> None:
          str(r.outcome or "void")]
         for r in position.records
     ]
-    table = _column_table(
+    print_table(
         Table(title=f"{escape(report.system)} against the baseline tiers ({report.n_questions} questions, both "
                     "orders)",
               caption="W / T / L: questions the new system won, tied, lost; share: its score share"),
         ["tier", "baseline", "Elo", "W", "T", "L", "share", "match"], rows,
     )
-    _print_table(table)
     elo = "n/a (" + str(position.elo.na_reason) + ")" if position.elo.value is None else f"{position.elo.value:.1f}"
     console.print(f"Elo against the frozen baselines (one round from {INITIAL_RATING:g}, K={k:g}): {elo}; "
                   f"placement: {_placement_text(position)}")

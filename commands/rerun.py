@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragcourt.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context
-from ragcourt.commands.output import Home, console, print_summary
+from ragcourt.commands.output import Home, console, print_summary, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, EvalConfig
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
@@ -53,15 +53,13 @@ def _print_result(result: RerunResult) -> None:
                          + (f", {len(plan.dropped)} base rows not in the dataset (left out)" if plan.dropped else "")))
     if not plan.changed:
         return
-    table = Table(title="re-run rows")
-    for column in ("sample", "why", "evaluated at (UTC)", "status"):
-        table.add_column(column)
     finished = {d.sample_id: d for d in result.rerun}
+    rows = []
     for change in plan.changed:
         row = finished.get(change.sample_id)
         when = f"{row.created_at:%Y-%m-%d %H:%M:%S}" if row else "not finished"
-        table.add_row(escape(change.sample_id), escape("; ".join(change.reasons)), when, str(row.status) if row else "-")
-    console.print(table)
+        rows.append([change.sample_id, "; ".join(change.reasons), when, str(row.status) if row else "-"])
+    print_table(Table(title="re-run rows"), ["sample", "why", "evaluated at (UTC)", "status"], rows)
 
 
 def rerun(

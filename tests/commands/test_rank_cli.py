@@ -97,22 +97,3 @@ def test_rank_tables_keep_system_names_whole_at_80_columns(tmp_path: Path, monke
     assert "…" not in table and max(len(line) for line in table.splitlines()) <= 80, placed.output
     for name in names:
         assert re.search(rf"│ (high|medium|low) +│ {name} +│ 1[0-9]{{3}}\.[0-9] +│", table), placed.output
-
-
-def test_a_table_too_wide_for_the_console_keeps_names_whole(monkeypatch) -> None:
-    """Narrower than even the wrapped table: headers and multi-word values wrap, then the table runs past the
-    console (the terminal wraps the lines) rather than cutting a name or a number."""
-    from rich.table import Table
-
-    from ragcourt.commands.output import console
-    from ragcourt.commands.rank import _column_table, _print_table
-
-    monkeypatch.setattr(console, "_width", 40)
-    rows = [["1", "a_rather_long_system_name_k1", "1509.7", "[1506, 1513]"],
-            ["2", "a_rather_long_system_name_k5", "1507.0", "n/a (no per-question outcomes)"]]
-    table = _column_table(Table(), ["#", "system", "Elo", "95% CI"], rows)
-    with console.capture() as captured:
-        _print_table(table)
-    text = captured.get()
-    assert "…" not in text and "a_rather_long_system_name_k1" in text and "a_rather_long_system_name_k5" in text
-    assert "[1506," in text and "1513]" in text and "per-question" in text
