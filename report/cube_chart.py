@@ -12,6 +12,7 @@ from __future__ import annotations
 from html import escape
 
 from ragcourt.metrics.cube import AnswerSet, CubeReport, JudgeCube, Spread
+from ragcourt.tables import CubeCounts
 
 WIDTH = 640
 LABEL_W = 170  # judge label column
@@ -67,17 +68,46 @@ def _judge_row(judge: JudgeCube, dimension: str, y: float) -> list[str]:
     return parts
 
 
-def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension") -> str:
+CUBE_COUNTS_LEGEND = ("n: scored verdicts in the trimmed means · unscored: verdicts left out, never counted as 0",
+                      "escalated: checks whose judges disagreed; each judge's own score still counts")
+CHAR_W = 6.6  # rough width of a character at font-size 12 (10 px text: about 5.5)
+
+
+def _panel_counts(counts: CubeCounts, dimension: str) -> str:
+    """The counts of one dimension per answer set, on one line of the panel."""
+    parts = []
+    for answer_set in AnswerSet:
+        count = counts.count(answer_set=answer_set, dimension=dimension)
+        missing = f" · no verdict {count.no_verdict}" if count.no_verdict else ""
+        parts.append(f"{answer_set}: n={count.scored} · unscored {count.unscored}{missing} · "
+                     f"escalated {count.escalated} of {count.checks}")
+    return "; ".join(parts)
+
+
+def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension", *,
+                    counts: CubeCounts | None = None) -> str:
     """One panel per dimension, one row per judge: closed book (hollow circle), RAG (filled circle), oracle
-    (hollow square) trimmed means on 0-10; then each judge's Wgt. Score and CuBE score and the spread."""
+    (hollow square) trimmed means on 0-10; then each judge's Wgt. Score and CuBE score and the spread.
+
+    counts (tables.cube_table_counted): under the legend the checks and verdicts behind each answer set, and in
+    each panel those of its dimension; the chart widens to fit them."""
     dimensions = list(report.dimension_spread)
     n_judges = len(report.judges)
-    panel_h = 22 + ROW_H * n_judges + 10
+    caption: list[str] = []
+    if counts is not None:
+        caption = [*CUBE_COUNTS_LEGEND,
+                   *(f"{answer_set}: {counts.count(answer_set=answer_set).note()}" for answer_set in AnswerSet)]
+    panel_lines = {d: _panel_counts(counts, d) for d in dimensions} if counts is not None else {}
+    extra = 14 if counts is not None else 0  # the counts line of each panel
+    panel_h = 22 + extra + ROW_H * n_judges + 10
     footer_h = 20 * (n_judges + 2)
-    height = 56 + panel_h * len(dimensions) + footer_h
+    top = 56 + 16 * len(caption)
+    height = top + panel_h * len(dimensions) + footer_h
+    width = max([WIDTH, *(int(len(line) * CHAR_W) + 12 for line in caption),
+                 *(int(len(line) * 5.5) + LABEL_W + 12 for line in panel_lines.values())])
     parts = [
-        (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" height="{height}" '
-         f'viewBox="0 0 {WIDTH} {height}" {FONT}>'),
+        (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" {FONT}>'),
         f"<title>{escape(title)}</title>",
         f'<text x="6" y="18" font-weight="bold">{escape(title)}</text>',
         _marker(AnswerSet.CLOSED_BOOK, 12, 36), '<text x="22" y="40">closed book</text>',
@@ -85,19 +115,23 @@ def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension"
         _marker(AnswerSet.ORACLE, 172, 36), '<text x="182" y="40">oracle</text>',
         (f'<text x="250" y="40" fill="#555">trimmed means on the 0-10 rubric scale; R@k '
          f"{_fmt(report.r_at_k.value, 3)}</text>"),
+        *(f'<text x="6" y="{58 + 16 * i}" fill="#555">{escape(line)}</text>' for i, line in enumerate(caption)),
     ]
-    y = 56
+    y = top
     for dimension in dimensions:
         parts.append(f'<text x="6" y="{y + 14}" font-weight="bold">{escape(dimension)}</text>')
         parts.append(f'<text x="{LABEL_W}" y="{y + 14}" fill="#555">normalized mean ± sd across judges: '
                      f"{escape(_spread(report.dimension_spread[dimension]))}</text>")
-        axis_y = y + 22 + ROW_H * n_judges
+        if dimension in panel_lines:
+            parts.append(f'<text x="{LABEL_W}" y="{y + 28}" font-size="10" fill="#555">'
+                         f"{escape(panel_lines[dimension])}</text>")
+        axis_y = y + 22 + extra + ROW_H * n_judges
         parts.append(f'<line x1="{PLOT_X0}" y1="{axis_y - 4}" x2="{PLOT_X1}" y2="{axis_y - 4}" stroke="#ccc"/>')
         for tick in range(0, 11, 2):
             parts.append(f'<text x="{score_x(tick):.1f}" y="{axis_y + 6}" font-size="9" text-anchor="middle" '
                          f'fill="#777">{tick}</text>')
         for i, judge in enumerate(report.judges):
-            parts.extend(_judge_row(judge, dimension, y + 30 + ROW_H * i))
+            parts.extend(_judge_row(judge, dimension, y + 30 + extra + ROW_H * i))
         y += panel_h
     for judge in report.judges:
         parts.append(f'<text x="6" y="{y + 14}">{escape(judge.judge[:40])}: Wgt. Score '

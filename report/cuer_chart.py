@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from html import escape
 
 from ragcourt.schema import ConditionKind, PerturbationEffect, SampleDiagnostics
+from ragcourt.tables import CuerCount, cuer_counts, cuer_totals
 
 KINDS = (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
 WIDTH = 720
@@ -51,10 +52,20 @@ def _cell(effect: PerturbationEffect | None, x0: float, y: float) -> list[str]:
     return parts
 
 
+def _n(values: Sequence[float | None]) -> int:
+    return sum(v is not None for v in values)
+
+
 def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE-R per-chunk utility",
-                     max_rows: int = 80) -> str:
+                     max_rows: int = 80, *, counts: Sequence[CuerCount] | None = None) -> str:
     """One row per (sample, perturbed chunk); one cell per perturbation kind with the soft-correctness delta
-    (perturbed - normal) as a bar on [-1, 1]. A header line per kind gives the gold / non-gold means."""
+    (perturbed - normal) as a bar on [-1, 1]. Under the title the counts behind the chart (tables.cuer_totals:
+    counts from tables.cuer_counts with the run's answers and retrievals; without them, from the diagnostics
+    alone, the answers not produced are "not counted"), then a line per kind with the gold / non-gold means
+    and their n."""
+    counts = cuer_counts(diagnostics) if counts is None else counts
+    by_kind = {c.kind: c for c in counts}
+    caption = cuer_totals(counts)
     rows: dict[tuple[str, str], dict[ConditionKind, PerturbationEffect]] = {}
     titles: dict[tuple[str, str], tuple[str | None, bool | None]] = {}
     for d in diagnostics:
@@ -65,23 +76,31 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
             rows.setdefault(key, {})[effect.condition.kind] = effect
             titles[key] = (effect.chunk_title, effect.chunk_is_gold)
     shown = list(rows)[:max_rows]
-    header_h = 58 + 16 * len(KINDS)
+    lines = len(caption) + len(KINDS)
+    header_h = 58 + 16 * lines
     height = header_h + ROW_H * len(shown) + (24 if len(rows) > len(shown) else 8)
+    all_effects = [e for cells in rows.values() for e in cells.values()]
+    kind_lines = []
+    for kind in KINDS:
+        of_kind = [e for e in all_effects if e.condition.kind is kind]
+        gold = [e.d_soft_correct for e in of_kind if e.chunk_is_gold is True]
+        other = [e.d_soft_correct for e in of_kind if e.chunk_is_gold is False]
+        found = by_kind.get(kind)
+        failed = "" if found is None or not found.failed else f" · failed {found.failed}"
+        unavailable = "" if found is None or not found.unavailable else f" · unavailable {found.unavailable}"
+        kind_lines.append(f"{kind}: mean soft change gold {_fmt(_mean(gold))} (n={_n(gold)}), non-gold "
+                          f"{_fmt(_mean(other))} (n={_n(other)}); {len(of_kind)} chunks{failed}{unavailable}")
+    width = max([WIDTH, *(int(len(line) * 6.6) + 12 for line in (*caption, *kind_lines))])
     parts = [
-        (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" height="{height}" '
-         f'viewBox="0 0 {WIDTH} {height}" {FONT}>'),
+        (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" {FONT}>'),
         f"<title>{escape(title)}</title>",
         f'<text x="6" y="18" font-weight="bold">{escape(title)}</text>',
         ('<text x="6" y="36" fill="#555">bar: change in soft correctness (perturbed - normal) on [-1, 1]; '
          "left of zero = a worse answer</text>"),
+        *(f'<text x="6" y="{54 + 16 * i}" fill="#555">{escape(line)}</text>' for i, line in enumerate(caption)),
+        *(f'<text x="6" y="{54 + 16 * (len(caption) + i)}">{escape(line)}</text>' for i, line in enumerate(kind_lines)),
     ]
-    all_effects = [e for cells in rows.values() for e in cells.values()]
-    for i, kind in enumerate(KINDS):
-        of_kind = [e for e in all_effects if e.condition.kind is kind]
-        gold = _mean([e.d_soft_correct for e in of_kind if e.chunk_is_gold is True])
-        other = _mean([e.d_soft_correct for e in of_kind if e.chunk_is_gold is False])
-        parts.append(f'<text x="6" y="{54 + 16 * i}">{kind}: mean soft change gold {_fmt(gold)}, non-gold '
-                     f"{_fmt(other)} ({len(of_kind)} chunks)</text>")
     for i, kind in enumerate(KINDS):
         parts.append(f'<text x="{LABEL_W + CELL_W * i + CELL_W / 2:.1f}" y="{header_h - 4}" text-anchor="middle" '
                      f'font-weight="bold">{kind}</text>')

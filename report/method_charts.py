@@ -1,5 +1,6 @@
 """The method charts a run writes next to its diagnostics: cube_bounds.svg (CuBE) and cuer_utility.svg
-(CUE-R), when the run used the method and has what the chart needs."""
+(CUE-R), when the run used the method and has what the chart needs; each with the counts behind it, as the
+HTML report draws it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from ragcourt.config import EvalConfig, Method
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
 from ragcourt.stores.records import RecordStore
-from ragcourt.tables import Unavailable, cube_table
+from ragcourt.tables import Unavailable, cube_table_counted, cuer_counts
 
 CUBE_CHART = "cube_bounds.svg"
 CUER_CHART = "cuer_utility.svg"
@@ -21,11 +22,12 @@ def write_method_charts(store: RecordStore, run_id: str, config: EvalConfig, run
     run_dir.mkdir(parents=True, exist_ok=True)
     if Method.CUBE in config.methods:
         path = run_dir / CUBE_CHART
-        report = cube_table(store, run_id, config)
-        if isinstance(report, Unavailable):
-            out[path] = report.reason
+        found = cube_table_counted(store, run_id, config)
+        if isinstance(found, Unavailable):
+            out[path] = found.reason
         else:
-            path.write_text(cube_bounds_svg(report), encoding="utf-8")
+            report, counts = found
+            path.write_text(cube_bounds_svg(report, counts=counts), encoding="utf-8")
             out[path] = None
     if Method.CUER in config.methods:
         path = run_dir / CUER_CHART
@@ -33,6 +35,7 @@ def write_method_charts(store: RecordStore, run_id: str, config: EvalConfig, run
         if not any(d.perturbations for d in diagnostics):
             out[path] = "no perturbed answers in this run"
         else:
-            path.write_text(cuer_utility_svg(diagnostics), encoding="utf-8")
+            counts = cuer_counts(diagnostics, store.get_answers(run_id), store.get_retrievals(run_id))
+            path.write_text(cuer_utility_svg(diagnostics, counts=counts), encoding="utf-8")
             out[path] = None
     return out

@@ -12,7 +12,6 @@ import pandas as pd
 from markupsafe import Markup
 
 from ragcourt.config import Method
-from ragcourt.metrics.cube import AnswerSet, JudgeCube
 from ragcourt.metrics.values import MetricName
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
@@ -29,7 +28,16 @@ from ragcourt.report.svg import Bar, bar_chart
 from ragcourt.schema import SampleDiagnostics
 from ragcourt.stores.records import RecordStore
 from ragcourt.summary import MetricRow
-from ragcourt.tables import Unavailable, cube_frame, cube_table, cuer_frame
+from ragcourt.tables import (
+    Unavailable,
+    cube_bounds_frame,
+    cube_counts_frame,
+    cube_frame,
+    cube_table_counted,
+    cuer_counts,
+    cuer_frame,
+    cuer_totals,
+)
 
 QCARE_METRICS = (MetricName.C_PRECISION, MetricName.C_NDCG, MetricName.COMPLETENESS, MetricName.CONCISENESS,
                  MetricName.VERIFIABLENESS)
@@ -131,42 +139,59 @@ def elements_section(data: ReportData) -> Section:
                    charts=charts)
 
 
-def _total(judge: JudgeCube, answer_set: AnswerSet) -> float | None:
-    found = judge.weighted_totals.get(answer_set)
-    return found.value if found is not None else None
+CUBE_TABLE_LEGEND = ("counts: checks = dimension-score checks · scored = verdicts with a score (the n of the "
+                     "trimmed means) · unscored = verdicts left out, never counted as 0 · no_verdict = sample x "
+                     "judge places with no verdict · escalated = checks whose judges disagreed; each judge's own "
+                     "score still counts (CuBE averages the judges' scores, not the jury's decision)")
 
 
 def cube_section(store: RecordStore, data: ReportData) -> Section:
-    report = cube_table(store, data.run.run_id, data.config)
-    if isinstance(report, Unavailable):
-        return Section("cube", "CuBE", notes=(f"n/a: {report.reason}",))
+    found = cube_table_counted(store, data.run.run_id, data.config)
+    if isinstance(found, Unavailable):
+        return Section("cube", "CuBE", notes=(f"n/a: {found.reason}",))
+    report, counts = found
     r_at_k = report.r_at_k.value
     spread = report.cube_score_spread
+    every = counts.count()
     notes = (
         "normalized = (RAG - closed_book) / (oracle - closed_book); CuBE score = normalized weighted total x R@k",
         (f"R@k = {'n/a' if r_at_k is None else f'{r_at_k:.2%}'}; CuBE score across judges: "
          f"{'n/a' if spread.mean is None else f'{spread.mean:.3f}'}"
          f"{'' if spread.sd is None else f' ± {spread.sd:.3f}'}"),
+        f"{counts.n_samples} samples x {len(counts.judges)} judges; every answer set: {every.note()}",
+        CUBE_TABLE_LEGEND,
     )
-    bounds = pd.DataFrame([{"judge": j.judge, "closed_book": _total(j, AnswerSet.CLOSED_BOOK),
-                            "rag": _total(j, AnswerSet.RAG), "oracle": _total(j, AnswerSet.ORACLE)}
-                           for j in report.judges], columns=["judge", "closed_book", "rag", "oracle"])
     return Section("cube", "CuBE: between no retrieval and perfect retrieval", notes=notes,
-                   tables=(NamedTable("cube_table4", "CuBE (seed 000, Table 4)", cube_frame(report)),
-                           NamedTable("cube_bounds", "Weighted totals per answer set", bounds)),
-                   charts=(Markup(cube_bounds_svg(report)),))  # the chart escapes its own labels
+                   tables=(NamedTable("cube_table4", "CuBE (seed 000, Table 4), with the checks and verdicts behind "
+                                      "each judge's row", cube_frame(report, counts)),
+                           NamedTable("cube_bounds", "Weighted totals per answer set, with the checks and verdicts "
+                                      "behind them", cube_bounds_frame(report, counts)),
+                           NamedTable("cube_counts", "CuBE checks and verdicts per answer set and dimension",
+                                      cube_counts_frame(counts))),
+                   # the chart escapes its own labels
+                   charts=(Markup(cube_bounds_svg(report, counts=counts)),))
 
 
-def cuer_section(data: ReportData) -> Section:
+def cuer_section(store: RecordStore, data: ReportData) -> Section:
+    """CUE-R's figures come from answers compared with gold answers, not from judged checks: the table and
+    chart say so with their n, and count the perturbed answers that failed or could not be produced (the
+    run's answers and retrievals are read for that: the diagnostics do not keep them)."""
+    run_id = data.run.run_id
     diagnostics = _diagnostics(data)
-    frame = cuer_frame(diagnostics)
+    answers = store.get_answers(run_id)
+    counts = cuer_counts(diagnostics, answers, store.get_retrievals(run_id))
+    totals = cuer_totals(counts)
+    frame = cuer_frame(diagnostics, answers)
     if frame.empty:
-        return Section("cuer", "CUE-R", notes=("n/a: no perturbed answers in this run",))
+        return Section("cuer", "CUE-R", notes=("n/a: no perturbed answers in this run", *(totals[1:] if counts else ())))
     return Section(
         "cuer", "CUE-R: what each retrieved chunk is worth",
-        notes=("mean change perturbed - normal; trace divergence is the Jaccard distance of the used-chunk sets",),
-        tables=(NamedTable("cuer_effects", "CUE-R perturbation effects", frame),),
-        charts=(Markup(cuer_utility_svg(diagnostics)),),  # the chart escapes its own labels
+        notes=("mean change perturbed - normal; trace divergence is the Jaccard distance of the used-chunk sets",
+               *totals,
+               "rows: perturbed answers · n_<change>: rows with that change (each mean is over them) · failed: "
+               "rows whose perturbed answer is unscored (no change)"),
+        tables=(NamedTable("cuer_effects", f"CUE-R perturbation effects: {totals[0]}", frame),),
+        charts=(Markup(cuer_utility_svg(diagnostics, counts=counts)),),  # the chart escapes its own labels
     )
 
 
@@ -188,7 +213,7 @@ def method_sections(store: RecordStore, data: ReportData) -> list[Section]:
         elif method is Method.CUBE:
             sections.append(cube_section(store, data))
         elif method is Method.CUER:
-            sections.append(cuer_section(data))
+            sections.append(cuer_section(store, data))
     answers = answer_section(data)
     if answers is not None:
         sections.append(answers)

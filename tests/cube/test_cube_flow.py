@@ -57,12 +57,14 @@ from ragcourt.state import EvalContext
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Generation, Precomputed
 from ragcourt.tables import (
+    CubeCount,
     CubeInputs,
     Unavailable,
     cube_frame_with_spread,
     cube_inputs,
     cube_retrieved_only_frame,
     cube_table,
+    cube_table_counted,
     cube_warnings,
 )
 
@@ -231,9 +233,20 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
     assert math.isnan(quality_row.r_retrieved)  # n/a: constant scores on retrieved samples
     assert (quality_row.mean_retrieved, quality_row.sd_retrieved) == (8.0, 0.0)
 
-    # `ragcourt run --method cube` writes the bounds chart of this report into the run directory.
+    # The checks and verdicts behind the figures: j2's bad reply is unscored; the escalated checks are those
+    # whose two scores differ by more than 3: closed quality (4 vs 10) on every sample, oracle relevance on s5.
+    _, counts = cube_table_counted(store, "cube-run", cfg)
+    assert counts.count(AnswerSet.CLOSED_BOOK, "relevance") == CubeCount(checks=5, scored=9, unscored=1, escalated=0)
+    assert counts.count(AnswerSet.CLOSED_BOOK, "quality") == CubeCount(checks=5, scored=10, escalated=5)
+    assert counts.count(AnswerSet.ORACLE) == CubeCount(checks=10, scored=20, escalated=1)
+    assert counts.count(judge="j2") == CubeCount(checks=30, scored=29, unscored=1, escalated=6)
+    assert counts.count(AnswerSet.CLOSED_BOOK, "relevance", "j2").scored == closed_relevance.n == 4
+
+    # `ragcourt run --method cube` writes the bounds chart of this report, with its counts, into the run directory.
     assert write_method_charts(store, "cube-run", cfg, tmp_path / "charts") == {tmp_path / "charts" / CUBE_CHART: None}
-    assert (tmp_path / "charts" / CUBE_CHART).read_text(encoding="utf-8") == cube_bounds_svg(report)
+    written = (tmp_path / "charts" / CUBE_CHART).read_text(encoding="utf-8")
+    assert written == cube_bounds_svg(report, counts=counts)
+    assert "closed_book: n=19 scored verdicts · unscored 1 · escalated 5 of 10 checks" in written
 
 
 async def test_fixed_weights_from_the_config_replace_the_correlation(store: RecordStore, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import Generation
-from ragcourt.tables import cuer_frame
+from ragcourt.tables import cuer_counts, cuer_frame, cuer_totals
 
 FRANCE = Chunk(id="g1", text="Paris is the capital of France.", title="France", rank=1)
 BANANA = Chunk(id="d1", text="Bananas are yellow.", title="Banana", rank=2)
@@ -120,6 +120,8 @@ async def test_removing_the_gold_chunk_flips_the_answer_and_removing_a_distracto
     table = {(r.perturbation, r.chunk): rounded(r.d_soft_correct, r.d_f1, r.d_confidence, r.trace_divergence, r.rows)
              for r in frame.itertuples(index=False)}
     zero = (0.0, 0.0, 0.0, 0.0, 2)
+    assert {(r.n_d_soft_correct, r.n_d_f1, r.n_d_confidence, r.n_trace_divergence) for r in frame.itertuples()} == {
+        (2, 2, 2, 2)}  # every mean is over both chunks of its cell
     assert table == ({
         ("remove", "gold"): (-1.0, -1.0, -0.7, 1.0, 2), ("remove", "non-gold"): zero,
         ("replace", "gold"): (-1.0, -1.0, -0.7, 1.0, 2), ("replace", "non-gold"): zero,
@@ -150,12 +152,19 @@ async def test_the_utility_chart_draws_the_flip_and_is_written_to_the_run_direct
     diagnostics = sorted(store.get_diagnostics("cuer-run"), key=lambda d: d.sample_id)
     root = ET.fromstring(cuer_utility_svg(diagnostics))
     texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert "remove: mean soft change gold -1.00, non-gold +0.00 (4 chunks)" in texts
-    assert "duplicate: mean soft change gold +0.00, non-gold +0.00 (4 chunks)" in texts
+    assert "remove: mean soft change gold -1.00 (n=2), non-gold +0.00 (n=2); 4 chunks" in texts
+    assert "duplicate: mean soft change gold +0.00 (n=2), non-gold +0.00 (n=2); 4 chunks" in texts
+    # from the diagnostics alone: the n of the chart, no judged checks; failed / unavailable answers not read
+    assert texts[2] == cuer_totals(cuer_counts(diagnostics))[0] == (
+        "n=12 perturbed answers (12 with a soft-correctness change); no judged checks: unscored/escalated checks "
+        "do not apply")
+    assert texts[3].startswith("not produced: failed not counted")
     bars = [r for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.get("fill") == "#a04a6a"]
     assert len(bars) == 4 and {float(b.get("width")) for b in bars} == {float(BAR_HALF)}  # gold remove/replace
     assert sum(1 for t in texts if t.endswith("(gold)")) == 2
 
     written = write_method_charts(store, "cuer-run", config, tmp_path / "charts")
     assert written == {tmp_path / "charts" / CUER_CHART: None}
-    assert (tmp_path / "charts" / CUER_CHART).read_text().startswith("<svg")
+    chart = (tmp_path / "charts" / CUER_CHART).read_text()
+    assert chart.startswith("<svg")  # with the run's answers read: none failed or unavailable
+    assert "not produced: failed 0 (the system&#x27;s answer is unscored: no change) · unavailable 0" in chart
