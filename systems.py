@@ -266,6 +266,12 @@ class LangChainSystem:
     # One-chain mode: the answer the chain gave with the documents it retrieved, per question.
     _chain_answers: dict[str, Generation] = field(default_factory=dict, init=False, repr=False)
 
+    @property
+    def fixed_retrieval(self) -> bool:
+        """One chain retrieves for itself with its own k: nobody can ask it for another (no loose run), and
+        C-Prec@k counts its documents whole instead of dividing by the run's top_k."""
+        return self.retriever is None
+
     async def retrieve(self, sample: Sample, k: int, score_threshold: float | None) -> list[Chunk]:
         if self.retriever is None:
             return await self._run_whole_chain(sample, k)

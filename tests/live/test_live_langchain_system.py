@@ -75,6 +75,8 @@ async def test_one_chain_mode_reuses_its_answer_and_refuses_other_contexts() -> 
         return {"context": [Document(id="d1", page_content="Two years.")], "answer": "It lasts two years."}
 
     system = LangChainSystem(None, RunnableLambda(whole_app), normal_k=3)
+    # its k is the chain's own: no loose run, and C-Prec counts its documents whole (not @ the run's top_k)
+    assert system.fixed_retrieval and not LangChainSystem(Fixed(), RunnableLambda(whole_app)).fixed_retrieval
     chunks = await system.retrieve(WARRANTY, 3, None)
     assert [c.id for c in chunks] == ["d1"]
     assert (await system.generate(WARRANTY, chunks, NORMAL)).text == "It lasts two years."
