@@ -147,15 +147,35 @@ def _describe(error: ValidationError) -> str:
     )
 
 
+def _is_json_syntax(error: ValidationError) -> bool:
+    return any(issue["type"] == "json_invalid" for issue in error.errors(include_url=False))
+
+
+def _json_with_raw_control_characters(text: str) -> Any:
+    """Small models write literal newlines and tabs inside JSON strings (invalid JSON, unambiguous meaning):
+    read them as Python's json does with strict=False instead of spending a repair call. None if still invalid."""
+    try:
+        return json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return None
+
+
 def _validate(reply: ModelReply, schema: type[T]) -> tuple[T | None, str | None]:
     """The validated value, or None and what was wrong, in words the model can act on."""
     if not reply.raw_text.strip():
         problem = "the output was empty"
     else:
+        text = _strip_code_fence(reply.raw_text)
         try:
-            return schema.model_validate_json(_strip_code_fence(reply.raw_text)), None
+            return schema.model_validate_json(text), None
         except ValidationError as error:
             problem = _describe(error)
+            lenient = _json_with_raw_control_characters(text) if _is_json_syntax(error) else None
+            if lenient is not None:
+                try:
+                    return schema.model_validate(lenient), None
+                except ValidationError as second:
+                    problem = _describe(second)
     if reply.finish_reason == "length":
         problem = f"the output was cut off at the token limit (finish_reason=length): {problem}"
     return None, problem

@@ -100,6 +100,17 @@ async def test_a_code_fenced_json_answer_is_accepted(scripted_model: MakeModel) 
     assert model.calls == 1
 
 
+async def test_raw_newlines_inside_json_strings_are_read_without_a_repair(scripted_model: MakeModel) -> None:
+    """SmolLM2 through llama.cpp's server wrote a rationale over two lines: invalid JSON, unambiguous."""
+    model = scripted_model(script=['{"label": "yes",\n "why": "line one\nline two\tand a tab", "confidence": 1}',
+                                   '{"label": "maybe", "confidence": 1}\n\n', '{"label": "no", "confidence": 0}'])
+    result = await client(model, StructuredMethod.JSON_MODE).structured_call(QUESTION, Verdict)
+    assert result.value == Verdict(label="yes", confidence=1.0) and model.calls == 1
+    # leniency covers the syntax only: a wrong value is still repaired
+    repaired = await client(model, StructuredMethod.JSON_MODE).structured_call(QUESTION, Verdict)
+    assert repaired.value == Verdict(label="no", confidence=0.0) and model.calls == 3
+
+
 async def test_json_mode_prepends_a_system_message_when_there_is_none(scripted_model: MakeModel) -> None:
     model = scripted_model(builders={"Verdict": lambda request: {"label": "no", "confidence": 0.0}})
     result = await client(model, StructuredMethod.JSON_MODE).structured_call(QUESTION, Verdict)
