@@ -34,6 +34,9 @@ class RunSummary:
     metrics: tuple[MetricRow, ...]
     element_shares: dict[str, float]
     failures: tuple[tuple[str, str], ...]
+    # (judge id, unscored verdicts, all its verdicts) for every judge with an unscored verdict: the checks it
+    # left were decided by the rest of the jury alone, which no per-check figure shows
+    unscored_by_judge: tuple[tuple[str, int, int], ...] = ()
 
 
 def metric_totals(diagnostics: Iterable[SampleDiagnostics]) -> list[MetricTotals]:
@@ -88,4 +91,14 @@ def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] |
         metrics=rows,
         element_shares={str(status): m.value for status, m in shares.gap_shares.items() if m.value is not None},
         failures=tuple((sample_id, error or "") for sample_id, error in failures),
+        unscored_by_judge=_unscored_by_judge(tallies),
     )
+
+
+def _unscored_by_judge(tallies: Sequence[VerdictTally]) -> tuple[tuple[str, int, int], ...]:
+    totals: dict[str, list[int]] = {}
+    for t in tallies:
+        counts = totals.setdefault(t.judge_id, [0, 0])
+        counts[0] += t.n_verdicts if t.status is VerdictStatus.UNSCORED else 0
+        counts[1] += t.n_verdicts
+    return tuple((judge, unscored, n) for judge, (unscored, n) in sorted(totals.items()) if unscored)

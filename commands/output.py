@@ -80,6 +80,10 @@ def print_summary(summary: RunSummary) -> None:
     print_table(table, ["metric", "mean", "samples", "n/a", "unscored checks", "escalated checks"],
                 [[row.name, "n/a" if row.mean is None else f"{row.mean:.3f}", str(row.n_samples), str(row.n_na),
                   str(row.n_unscored), str(row.n_escalated)] for row in summary.metrics])
+    if summary.unscored_by_judge:
+        shown = ", ".join(f"{judge} {n} of {total}" for judge, n, total in summary.unscored_by_judge)
+        console.print(escape(f"unscored verdicts by judge: {shown}. The other judges decided those checks "
+                             "without them; a metric's 'unscored checks' counts only checks no judge scored."))
 
 
 def print_element_diagnosis(store: RecordStore, run_id: str) -> None:

@@ -173,6 +173,9 @@ async def test_a_faulty_endpoint_loses_nothing_and_counts_nothing_twice(tmp_path
                 == summary.n_checks == len(checks)
         assert summary.n_verdicts == 2 * summary.n_checks
         assert summary.n_unscored == sum(v.status is VerdictStatus.UNSCORED for v in verdicts)
+        assert summary.unscored_by_judge == tuple(sorted(
+            (j, per_judge[(j, VerdictStatus.UNSCORED)], len(checks)) for j in judge_ids
+            if per_judge[(j, VerdictStatus.UNSCORED)]))
         assert summary.n_unscored == sum(d.n_unscored for d in streamed)
         assert summary.n_checks == sum(d.n_checks for d in streamed)
         # both judges say yes whenever they answer: only checks no judge scored escalate

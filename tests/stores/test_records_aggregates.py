@@ -253,6 +253,8 @@ def test_summary_from_sql_equals_the_summary_over_read_diagnostics(store):
     assert from_sql == summarize(store, RUN, store.verdict_tallies(RUN), store.get_diagnostics_without_graphs(RUN))
     assert (from_sql.n_samples, from_sql.n_failed, from_sql.n_checks, from_sql.n_verdicts) == (3, 1, 6, 10)
     assert (from_sql.n_unscored, from_sql.n_escalated, from_sql.n_pending) == (3, 4, 2)
+    # gpt: S1[1] and S2[1] of its 6 verdicts; lex: S1[2] of its 4
+    assert from_sql.unscored_by_judge == (("gpt", 2, 6), ("lex", 1, 4))
     assert from_sql.failures == (("s2", "generator crashed"),)
     completeness, verifiableness = from_sql.metrics
     assert completeness.mean == (1 / 3 + 0.7) / 2 and (completeness.n_unscored, completeness.n_escalated) == (1, 1)
