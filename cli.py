@@ -218,7 +218,10 @@ def index(
         chunks = _corpus(corpus)
     except DatasetError as error:
         fail(str(error))
-    seconds = index_chunks(Workspace(home), collection, chunks)
+    try:
+        seconds = index_chunks(Workspace(home), collection, chunks)
+    except ValueError as error:
+        fail(str(error))
     console.print(escape(f"indexed {len(chunks)} chunks into '{collection}' in {seconds:.1f}s"))
 
 

@@ -16,6 +16,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings
+from chromadb.errors import InvalidArgumentError
 
 from ragcourt.schema import Chunk
 
@@ -102,11 +103,14 @@ class VectorStore:
         elif self._embedding is None:
             raise ValueError(f"creating collection {name!r} needs an embedding function")
         else:
-            collection = self._client.create_collection(
-                name,
-                embedding_function=self._embedding,  # type: ignore[arg-type]
-                configuration={"hnsw": {"space": "cosine"}},
-            )
+            try:
+                collection = self._client.create_collection(
+                    name,
+                    embedding_function=self._embedding,  # type: ignore[arg-type]
+                    configuration={"hnsw": {"space": "cosine"}},
+                )
+            except InvalidArgumentError as error:  # chromadb's name rules: say which name, in one line
+                raise ValueError(f"chromadb collection name {name!r} is not allowed: {error}") from None
         self._collections[name] = collection
         return collection
 

@@ -149,3 +149,12 @@ def test_help_shows_bracketed_text_literally(command: list[str], shown: str) -> 
     """Rich reads `[...]` in help text as markup and drops it unless escaped."""
     result = RUNNER.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and shown in flat(result.output)
+
+
+def test_a_collection_name_chromadb_refuses_is_one_line_naming_it(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "d1", "title": "Acme", "text": "Acme is in Springfield."}) + "\n")
+    result = RUNNER.invoke(app, ["index", str(corpus), "--collection", "hp", "--home", str(tmp_path / "ws")])
+    assert result.exit_code == 2
+    assert "chromadb collection name 'hp' is not allowed" in flat(result.output)
+    assert "3-512 characters" in flat(result.output) and "Traceback" not in result.output
