@@ -67,6 +67,19 @@ def _diagnostics(store: RecordStore, run_id: str) -> list[SampleDiagnostics]:
     return store.get_diagnostics(run_id)
 
 
+def _warn_if_configurations_differ(store: RecordStore, run_a: str, run_b: str) -> None:
+    """Run-to-run noise is one configuration run twice: two configurations differ by more than noise."""
+    a, b = store.get_run(run_a), store.get_run(run_b)
+    if a is None or b is None:
+        return
+    keys = sorted(k for k in {*a.config, *b.config} if a.config.get(k) != b.config.get(k))
+    if a.system != b.system:
+        keys.insert(0, "system")
+    if keys:
+        console.print(escape(f"warning: {run_a} and {run_b} ran different configurations ({', '.join(keys)}); "
+                             "their per-question differences are not run-to-run noise"), style="yellow")
+
+
 async def _run_once(home: Path, frozen: list[Decomposition], config_path: Path, samples: list[Sample],
                     system: str, vectors_home: Path, collection: str) -> list[SampleDiagnostics]:
     """One evaluation in its own workspace: its own store, so no verdict or LLM cache answer is shared with
@@ -129,6 +142,7 @@ def noise(
             _fail("give two runs (RUN_A RUN_B) or --config FILE --dataset FILE")
         with _open(home) as store:
             first, second = _diagnostics(store, run_a), _diagnostics(store, str(run_b))
+            _warn_if_configurations_differ(store, run_a, str(run_b))
             samples = store.get_samples(run_a)
     present = set(metric_names(first)) | set(metric_names(second))
     for name in metrics:
@@ -162,6 +176,7 @@ def compare(
             if len(noise_runs) != 2:
                 _fail("--noise takes exactly two runs (give it twice)")
             x, y = _diagnostics(store, noise_runs[0]), _diagnostics(store, noise_runs[1])
+            _warn_if_configurations_differ(store, noise_runs[0], noise_runs[1])
             frame = compare_frame(a, b, repeat_sds(x, y, [m for d in a for m in {n.name for n in d.metrics}]),
                                   f"repeat runs {noise_runs[0]} / {noise_runs[1]}")
         else:

@@ -107,6 +107,18 @@ def test_cli_noise_and_compare(tmp_path):
     assert "-1.0000" in compared.output and "change" in compared.output and "noise" in compared.output
     missing = runner.invoke(app, ["compare", "a", "zzz", "--home", str(tmp_path)])
     assert missing.exit_code == 2 and "no run 'zzz'" in missing.output
+    assert "warning" not in noise.output  # one configuration (the same empty config and system)
+
+
+def test_noise_between_two_configurations_is_flagged(tmp_path):
+    with Workspace(tmp_path).open_store() as store:
+        for run_id, rows, judges in (("a", A, ["lexical"]), ("b", B, ["lexical", "semantic"])):
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={"judges": judges, "top_k": 5}))
+            store.put_samples(run_id, SAMPLES)
+            store.put(*rows)
+    noise = CliRunner().invoke(app, ["noise", "a", "b", "--home", str(tmp_path)])
+    assert noise.exit_code == 0, noise.output
+    assert "warning: a and b ran different configurations (judges)" in " ".join(noise.output.split())
 
 
 def test_cli_noise_runs_one_configuration_twice_in_separate_stores(tmp_path):
