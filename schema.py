@@ -446,7 +446,7 @@ class SampleDiagnostics(Record):
     unsupported_claims: tuple[str, ...] = ()
     uncovered_subqueries: tuple[str, ...] = ()
     perturbations: tuple[PerturbationEffect, ...] = ()
-    escalations: tuple[str, ...] = Field(default=(), description="ids of escalated checks")
+    escalations: tuple[str, ...] = Field(default=(), description="ids of escalated checks awaiting review")
     n_checks: int = 0
     n_unscored: int = 0
     usage: TokenUsage = TokenUsage()

@@ -83,7 +83,7 @@ class RunSoFar:
     def table(self, run_id: str, running: bool) -> Table:
         state = "running" if running else "finished"
         table = Table(title=f"run {escape(run_id)} ({state}): {self.questions} questions, {self.failed} failed, "
-                      f"{self.escalated} escalated checks, {self.unscored} unscored verdicts")
+                      f"{self.escalated} escalated checks awaiting review, {self.unscored} unscored verdicts")
         for column in ("metric", "mean so far", "questions", "n/a"):
             table.add_column(column)
         for name in sorted(set(self.sums) | set(self.not_available)):
