@@ -203,8 +203,10 @@ def demo(
                       "context (unscored, so such elements stay undecided rather than blamed on the documents)")
     console.print(f"\nrun directory: {workspace.run_dir(run_id)}  (diagnostics.jsonl, config.json)")
     console.print(f"record store: {workspace.store_path}")
-    console.print(f"next: [bold]ragcourt review {run_id} --home {home}[/bold] to decide escalated checks, "
-                  f"[bold]ragcourt summary {run_id} --home {home}[/bold] to see the figures again")
+    console.print(f"next: [bold]ragcourt review {run_id} --home {home}[/bold] (or [bold]ragcourt serve {run_id} "
+                  f"--home {home}[/bold] in the browser) to decide escalated checks, "
+                  f"[bold]ragcourt summary {run_id} --home {home}[/bold] to see the figures again, "
+                  f"[bold]ragcourt report {run_id} --home {home}[/bold] for the HTML report")
 
 
 @app.command()

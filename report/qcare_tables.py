@@ -177,7 +177,8 @@ def element_diagnosis_lines(diagnostics: Sequence[SampleDiagnostics]) -> list[st
     else:
         reason = frame.loc[frame["status"] == str(ElementStatus.GENERATION_GAP), "na_reason"].iloc[0]
         undecided = frame.attrs["n_undecided"]
-        lines.append(f"gap shares: n/a: {reason} ({undecided} elements undecided, why below)")
+        why = f"{undecided} elements undecided, why below" if undecided else "no element undecided"
+        lines.append(f"gap shares: n/a: {reason} ({why})")
     for row in undecided_frame(diagnostics).itertuples():
         lines.append(f"undecided: {row.count} elements in {row.samples} samples: {row.reason}")
     return lines

@@ -94,3 +94,7 @@ def test_claim_and_subquery_frames_and_terminal_lines():
     assert lines[1].startswith("gap shares (of decided elements missing from the answer): generation_gap 33%, "
                                "retrieval_gap 33%, document_gap 33%")
     assert len(lines) == 5 and element_diagnosis_lines([FAILED]) == []
+    # every element answered: the shares are n/a, and nothing is promised "below"
+    answered = D1.model_copy(update={"elements": (outcome("e1", True, None, True, S.ANSWERED),)})
+    (_, shares) = element_diagnosis_lines([answered])
+    assert shares.startswith("gap shares: n/a: ") and shares.endswith("(no element undecided)")
