@@ -6,6 +6,7 @@ Pages are rendered on the server with Jinja2 autoescaping; the only script is /s
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -24,7 +25,16 @@ from ragcourt.report.html import content_security_policy, num, render_report, ve
 from ragcourt.report.sections import method_sections
 from ragcourt.rescore import arescore_run
 from ragcourt.stores.records import RecordStore
-from ragcourt.web.desk import Choice, DecisionError, decide, next_item, queue_state
+from ragcourt.web.desk import (
+    Choice,
+    DecisionError,
+    NotPendingError,
+    UnknownCheckError,
+    decide,
+    next_item,
+    parse_choice,
+    queue_state,
+)
 from ragcourt.web.highlight import highlight
 from ragcourt.web.progress import progress
 from ragcourt.web.rescorer import Replay, Rescorer
@@ -67,6 +77,41 @@ def _templates() -> Environment:
 
 def _form(body: bytes) -> dict[str, str]:
     return {key: values[-1] for key, values in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+
+
+def _media_types(header: str | None) -> set[str]:
+    return {part.split(";", 1)[0].strip().lower() for part in (header or "").split(",")}
+
+
+def _json_fields(body: bytes) -> dict[str, str]:
+    """A JSON object of the form's fields; a number (a score) is taken as its text. ValueError otherwise."""
+    try:
+        found = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
+        raise ValueError("the body is not JSON") from None
+    if not isinstance(found, dict):
+        raise ValueError("the body is not a JSON object of the decision's fields")
+    fields: dict[str, str] = {}
+    for key, value in found.items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ValueError(f"field '{key}' is not a string or a number")
+        fields[key] = str(value)
+    return fields
+
+
+def _decision_refused(error: ValueError) -> JSONResponse:
+    """A refused decision for a script: 404 unknown check, 409 not a pending escalation, 422 a wrong value."""
+    field = error.field if isinstance(error, DecisionError) else None
+    body: dict[str, object] = {"error": str(error), "field": field, "stored": False}
+    if isinstance(error, UnknownCheckError):
+        status = 404
+    elif isinstance(error, NotPendingError):
+        status = 409
+        if error.review is not None:
+            body["decided"] = error.review.model_dump(mode="json")
+    else:
+        status = 422
+    return JSONResponse(body, status_code=status)
 
 
 def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> FastAPI:
@@ -127,7 +172,7 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
         session = sessions.get(request.cookies.get(SESSION_COOKIE))
         fresh = session is None
         if session is None:
-            session = sessions.new(settings.reviewer)
+            session = sessions.new(settings.reviewer, keep=not bearer)
         request.state.session, request.state.bearer = session, bearer
         if request.method not in SAFE_METHODS and not bearer and not same_origin(
                 request.headers.get("origin"), request.headers.get("referer"), host):
@@ -138,12 +183,18 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
             response = await call_next(request)
         if new_auth_cookie:
             response.set_cookie(AUTH_COOKIE, settings.token or "", httponly=True, samesite="strict")
-        if fresh:
+        if fresh and not bearer:
             response.set_cookie(SESSION_COOKIE, session.id, httponly=True, samesite="strict")
         return _secured(response)
 
     def _session(request: Request) -> Session:
         return request.state.session
+
+    def _api_client(request: Request) -> bool:
+        """Not a browser form: the bearer token, a JSON body, or a client asking for JSON. It gets a real status
+        and a JSON body; a browser form gets 303 back to the desk with a flash message."""
+        return bool(request.state.bearer) or "application/json" in (
+            _media_types(request.headers.get("content-type")) | _media_types(request.headers.get("accept")))
 
     def _csrf_ok(request: Request, form: dict[str, str]) -> bool:
         if request.state.bearer:
@@ -168,40 +219,69 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
 
     @app.post("/desk/decide")
     async def decide_page(request: Request) -> Response:
+        """A decision on a pending escalation. A browser form is sent back to the desk (303, a refusal shown as
+        the page's message); a script (bearer token or JSON) gets 201 and the stored decision, or 404, 409 or
+        422 with the refused field, and nothing is stored."""
+        api = _api_client(request)
+
+        def refused(status: int, message: str, field: str | None = None) -> Response:
+            if api:
+                return JSONResponse({"error": message, "field": field, "stored": False}, status_code=status)
+            return PlainTextResponse(message, status)
+
         body = await request.body()
         if len(body) > MAX_FORM_BYTES:
-            return PlainTextResponse("form too large", 413)
-        form = _form(body)
+            return refused(413, "form too large")
+        if "application/json" in _media_types(request.headers.get("content-type")):
+            try:
+                form = _json_fields(body)
+            except ValueError as error:
+                return refused(400, str(error))
+        else:
+            form = _form(body)
         if not _csrf_ok(request, form):
-            return PlainTextResponse("CSRF token missing or wrong: reload the desk", 403)
+            return refused(403, "CSRF token missing or wrong: reload the desk", CSRF_FIELD)
         session = _session(request)
         reviewer, comment = form.get("reviewer", session.reviewer).strip(), form.get("comment", "")
-        if len(reviewer) > MAX_REVIEWER_CHARS or len(comment) > MAX_COMMENT_CHARS:  # the browser's limits, enforced
-            session.flash = f"reviewer name at most {MAX_REVIEWER_CHARS} characters, comment at most {MAX_COMMENT_CHARS}"
-            return RedirectResponse("/desk", status_code=303)
-        session.reviewer = reviewer
-        choice_text, _, value = form.get("decision", "").partition(":")
         try:
-            choice = Choice(choice_text)
+            if len(reviewer) > MAX_REVIEWER_CHARS:  # the browser's limits, enforced
+                raise DecisionError(f"a reviewer name has at most {MAX_REVIEWER_CHARS} characters", "reviewer")
+            if len(comment) > MAX_COMMENT_CHARS:
+                raise DecisionError(f"a comment has at most {MAX_COMMENT_CHARS} characters", "comment")
+            session.reviewer = reviewer
+            choice, value = parse_choice(form.get("decision", ""))
             if choice is Choice.SCORE:
-                value = form.get("score", "")
-            review = decide(store(), settings.run_id, form.get("check_id", ""), session.reviewer, choice, value,
-                            comment)
-        except (DecisionError, ValueError) as error:
+                value = form.get("score", value)  # the form's score field; a script may send decision=score:N
+            check, review = decide(store(), settings.run_id, form.get("check_id", "").strip(), session.reviewer,
+                                   choice, value, comment)
+        except ValueError as error:  # DecisionError, or a review the schema refuses
+            if api:
+                return _decision_refused(error)
             session.flash = str(error)
             return RedirectResponse("/desk", status_code=303)
         if choice is Choice.SKIP:
             session.skipped.add(review.check_id)
         else:
             rescorer().request()
-        return RedirectResponse("/desk", status_code=303)
+        if not api:
+            return RedirectResponse("/desk", status_code=303)
+        queue = queue_state(store(), settings.run_id, session.skipped)
+        return JSONResponse({**review.model_dump(mode="json"), "stored": True, "decision": str(choice),
+                             "kind": str(check.kind), "sample_id": check.sample_id,
+                             "rescore_requested": choice is not Choice.SKIP,
+                             "queue": {"escalated": queue.escalated, "pending": queue.pending,
+                                       "decided": queue.decided}}, status_code=201)
 
     @app.get("/api/desk")
     def desk_state(request: Request) -> JSONResponse:
-        queue = queue_state(store(), settings.run_id, _session(request).skipped)
+        skipped = _session(request).skipped
+        queue = queue_state(store(), settings.run_id, skipped)
+        next_check = next((r.check_id for r in store().pending_escalations(settings.run_id)
+                           if r.check_id not in skipped), None)
         return JSONResponse({"run_id": settings.run_id, "escalated": queue.escalated, "pending": queue.pending,
-                             "decided": queue.decided, "skipped": queue.skipped, "rescore": rescorer().state.value,
-                             "rescore_detail": rescorer().detail, "replays": rescorer().replays})
+                             "decided": queue.decided, "skipped": queue.skipped, "next_check_id": next_check,
+                             "rescore": rescorer().state.value, "rescore_detail": rescorer().detail,
+                             "replays": rescorer().replays})
 
     @app.get("/progress", response_class=HTMLResponse)
     def progress_page() -> HTMLResponse:

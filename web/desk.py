@@ -31,7 +31,28 @@ SCORE_RANGE = (0.0, 10.0)
 
 
 class DecisionError(ValueError):
-    """A decision that does not fit the check (wrong label kind, unknown judge, not pending)."""
+    """A decision that does not fit the check (wrong label kind, unknown judge, bad score); `field` names
+    the part of the decision that is wrong (check_id, decision, score, reviewer or comment)."""
+
+    def __init__(self, message: str, field: str = "decision") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnknownCheckError(DecisionError):
+    """The run has no check of that id."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "check_id")
+
+
+class NotPendingError(DecisionError):
+    """A check of the run that is not a pending escalation: never escalated, or a person decided it already
+    (`review` is that decision)."""
+
+    def __init__(self, message: str, review: Review | None = None) -> None:
+        super().__init__(message, "check_id")
+        self.review = review
 
 
 class Choice(StrEnum):
@@ -112,7 +133,7 @@ def make_review(item_check: Check, verdicts: tuple[Verdict, ...], run_id: str, r
     """The Review for a decision on a check; DecisionError when the decision does not fit the check."""
     reviewer = reviewer.strip()
     if not reviewer:
-        raise DecisionError("a decision needs the reviewer's name")
+        raise DecisionError("a decision needs the reviewer's name", "reviewer")
     common = {"run_id": run_id, "check_id": item_check.id, "reviewer": reviewer, "comment": comment.strip()}
     if choice is Choice.SKIP:
         return Review(action=ReviewAction.SKIP, **common)
@@ -136,18 +157,48 @@ def make_review(item_check: Check, verdicts: tuple[Verdict, ...], run_id: str, r
     try:
         score = float(value)
     except ValueError:
-        raise DecisionError(f"'{value}' is not a score") from None
+        raise DecisionError(f"'{value}' is not a score", "score") from None
     if not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
-        raise DecisionError(f"a score is between {SCORE_RANGE[0]:g} and {SCORE_RANGE[1]:g}, not {score:g}")
+        raise DecisionError(f"a score is between {SCORE_RANGE[0]:g} and {SCORE_RANGE[1]:g}, not {score:g}", "score")
     return Review(action=ReviewAction.OVERRIDE, score=score, **common)
 
 
-def decide(store: RecordStore, run_id: str, check_id: str, reviewer: str, choice: Choice, value: str = "",
-           comment: str = "") -> Review:
-    """Store a person's decision on a pending escalation of the run, at once."""
+def parse_choice(decision: str) -> tuple[Choice, str]:
+    """'accept:JUDGE', 'label:LABEL', 'score' or 'score:N', 'skip' as the choice and its value."""
+    choice_text, _, value = decision.partition(":")
+    try:
+        return Choice(choice_text.strip()), value.strip()
+    except ValueError:
+        raise DecisionError(f"'{decision}' is not a decision (use accept:JUDGE, label:LABEL, score:N or skip)",
+                            "decision") from None
+
+
+def pending_check(store: RecordStore, run_id: str, check_id: str) -> Check:
+    """The check, if it is a pending escalation of the run: UnknownCheckError when the run has no such
+    check, NotPendingError when it was not escalated or a person has decided it."""
+    if not check_id:
+        raise DecisionError("a decision names its check (check_id)", "check_id")
     if check_id not in {r.check_id for r in store.pending_escalations(run_id)}:
-        raise DecisionError(f"check {check_id} is not a pending escalation of run {run_id}")
-    check = store.get_checks([check_id])[0]
+        reconciled = store.reconciled_of_checks(run_id, [check_id])
+        if not reconciled:
+            raise UnknownCheckError(f"run {run_id} has no check {check_id}")
+        if not any(r.escalated for r in reconciled):
+            raise NotPendingError(f"check {check_id} was not escalated in run {run_id}: the jury decided it")
+        review = store.latest_reviews(run_id, [check_id]).get(check_id)
+        by = f" ({review.action} by {review.reviewer})" if review else ""
+        raise NotPendingError(f"check {check_id} is not a pending escalation of run {run_id}: "
+                              f"a person has decided it{by}", review)
+    found = store.get_checks([check_id])
+    if not found:
+        raise LookupError(f"escalated check {check_id} is not in the store")
+    return found[0]
+
+
+def decide(store: RecordStore, run_id: str, check_id: str, reviewer: str, choice: Choice, value: str = "",
+           comment: str = "") -> tuple[Check, Review]:
+    """Store a person's decision on a pending escalation of the run, at once; the check and the stored review.
+    Nothing is stored when the decision is refused (DecisionError)."""
+    check = pending_check(store, run_id, check_id)
     review = make_review(check, tuple(store.get_verdicts([check_id])), run_id, reviewer, choice, value, comment)
     store.add_review(review)
-    return review
+    return check, review

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from threading import Lock
 from urllib.parse import urlsplit
@@ -109,18 +110,33 @@ class Session:
 
 
 class Sessions:
-    """Desk sessions in memory: a restart starts new sessions (decisions are in the store)."""
+    """Desk sessions in memory: a restart starts new sessions (decisions are in the store).
 
-    def __init__(self) -> None:
-        self._by_id: dict[str, Session] = {}
+    At most `limit` are kept, the least recently used going first: every request without a session cookie
+    (a browser's first visit, a progress poller) opens one, and a long-running desk must not grow without end.
+    """
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._by_id: OrderedDict[str, Session] = OrderedDict()
         self._lock = Lock()
+        self._limit = limit
 
     def get(self, session_id: str | None) -> Session | None:
         with self._lock:
-            return self._by_id.get(session_id or "")
+            session = self._by_id.get(session_id or "")
+            if session is not None:
+                self._by_id.move_to_end(session.id)
+            return session
 
-    def new(self, reviewer: str = "") -> Session:
+    def new(self, reviewer: str = "", *, keep: bool = True) -> Session:
+        """A new session; `keep=False` for a client that sends no cookie back (a script with the bearer token)."""
         session = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), reviewer=reviewer)
-        with self._lock:
-            self._by_id[session.id] = session
+        if keep:
+            with self._lock:
+                self._by_id[session.id] = session
+                while len(self._by_id) > self._limit:
+                    self._by_id.popitem(last=False)
         return session
+
+    def __len__(self) -> int:
+        return len(self._by_id)

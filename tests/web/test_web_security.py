@@ -22,7 +22,7 @@ from ragcourt.schema import (
 from ragcourt.web.app import DeskSettings, create_app
 from ragcourt.web.desk import Choice, DecisionError, make_review
 from ragcourt.web.highlight import highlight, spans, terms
-from ragcourt.web.security import AccessPolicy, ServeRefused, same_origin
+from ragcourt.web.security import AccessPolicy, ServeRefused, Sessions, same_origin
 
 TOKEN = "t0ken-that-is-long-enough"
 
@@ -136,14 +136,26 @@ def test_with_a_token_every_request_needs_it(run_home):
         form = {"check_id": check_id, "decision": "skip", "reviewer": "bob"}
         # the auth cookie alone does not pass a state change: no origin, no CSRF token
         assert client.post("/desk/decide", data=form).status_code == 403
-        # the bearer token does (an API client, not a browser)
+        # the bearer token does (an API client, not a browser: a status and JSON, not a redirect)
         fresh = TestClient(client.app, base_url="http://192.0.2.10:8765")
         done = fresh.post("/desk/decide", data=form, headers={"authorization": f"Bearer {TOKEN}"},
                           follow_redirects=False)
-        assert done.status_code == 303
+        assert done.status_code == 201 and done.json()["check_id"] == check_id
+        assert "set-cookie" not in done.headers  # a script keeps no session: none is held for it
     store = Workspace(run_home).open_store()
     try:
         review = store.latest_reviews("xss")[check_id]
         assert (review.action, review.reviewer) == (ReviewAction.SKIP, "bob")
     finally:
         store.close()
+
+
+def test_sessions_are_bounded_and_a_scripts_session_is_not_kept():
+    sessions = Sessions(limit=2)
+    first, second = sessions.new("ann"), sessions.new("bob")
+    assert sessions.get(first.id) is first  # used: now the most recent
+    third = sessions.new("cy")
+    assert len(sessions) == 2 and sessions.get(second.id) is None  # the least recently used went
+    assert sessions.get(first.id) is first and sessions.get(third.id) is third
+    script = sessions.new("bot", keep=False)
+    assert sessions.get(script.id) is None and len(sessions) == 2
