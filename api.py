@@ -7,9 +7,9 @@ diagnostics stream, the config used and, for inline review, the LangGraph checkp
 
 from __future__ import annotations
 
-import asyncio
+import os
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import numpy as np
 import openai
 import pandas as pd
 
+from ragcourt import background_loop
 from ragcourt.config import ConfigError, EvalConfig
 from ragcourt.datasets import load_samples
 from ragcourt.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
@@ -32,7 +33,14 @@ from ragcourt.state import EvalContext
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
-from ragcourt.systems import ExtractiveGenerator, Generator, LangChainSystem, LLMGenerator, RAGSystem
+from ragcourt.systems import (
+    ExtractiveGenerator,
+    Generator,
+    LangChainSystem,
+    LLMGenerator,
+    RAGSystem,
+    ReferenceRAG,
+)
 
 DEFAULT_HOME = Path("ragcourt-runs")
 HOTPOTQA_COLLECTION = "hotpotqa"  # where `ragcourt demo` indexes the bundled corpus; `run`'s default
@@ -40,9 +48,15 @@ NO_LLM = {"lexical", "semantic", "sentences", "extractive"}
 LANGCHAIN_DEFAULT_K = 4  # VectorStoreRetriever's k when search_kwargs does not set it
 
 
-@dataclass(frozen=True)
+PathInput = str | os.PathLike[str]
+
+
+@dataclass(frozen=True, init=False)
 class Workspace:
-    home: Path = DEFAULT_HOME
+    home: Path
+
+    def __init__(self, home: PathInput = DEFAULT_HOME) -> None:
+        object.__setattr__(self, "home", Path(home))  # a str or any PathLike is taken
 
     @property
     def store_path(self) -> Path:
@@ -177,14 +191,24 @@ class EvalResult:
     diagnostics: list[SampleDiagnostics]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per sample, one column per metric (n/a as None)."""
+        """One row per sample, in the order of `diagnostics` (the dataset's order, from evaluate/aevaluate).
+
+        Columns: sample_id, status, n_checks, n_unscored (unscored verdicts), n_escalated (escalated checks),
+        then per metric `<metric>` (the value; None when n/a), `<metric>_na_reason`, and the metric's own
+        counts `<metric>_n_unscored` and `<metric>_n_escalated` (the report's `<metric>_na_reason` naming).
+        """
         rows = []
         for d in self.diagnostics:
             row: dict[str, Any] = {"sample_id": d.sample_id, "status": str(d.status), "n_checks": d.n_checks,
                                    "n_unscored": d.n_unscored, "n_escalated": len(d.escalations)}
-            row.update({m.name: m.value for m in d.metrics})
+            for m in d.metrics:
+                row.update({m.name: m.value, f"{m.name}_na_reason": m.na_reason,
+                            f"{m.name}_n_unscored": m.n_unscored, f"{m.name}_n_escalated": m.n_escalated})
             rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows) if rows else pd.DataFrame(columns=FRAME_COLUMNS)
+
+
+FRAME_COLUMNS = ["sample_id", "status", "n_checks", "n_unscored", "n_escalated"]
 
 
 def _context(config: EvalConfig, system: RAGSystem, store: RecordStore, models: Models,
@@ -193,7 +217,30 @@ def _context(config: EvalConfig, system: RAGSystem, store: RecordStore, models: 
                        store=store, vectors=vectors, collection=collection, extras={"usage": models.usage})
 
 
-DatasetInput = str | Path | Sequence[Sample]
+@dataclass
+class ConfiguredAnswerer(ExtractiveGenerator):
+    """Stands for the configuration's `answerer` in a system built before the run (reference_system): a run
+    replaces it with Models.generator() (the cache, usage meter and limits of the run), as the CLI builds it.
+    Called outside a run, it answers extractively."""
+
+    name: str = "configured-answerer"
+
+
+def reference_system(collection: str = HOTPOTQA_COLLECTION, *, home: PathInput = DEFAULT_HOME,
+                     generator: Generator | None = None) -> ReferenceRAG:
+    """The CLI's reference RAG: the workspace's embedded chromadb collection (written by `ragcourt index` or
+    `ragcourt demo`, offline MiniLM embeddings) and a generator: by default the configuration's `answerer`
+    ('extractive' unless EvalConfig(answerer="openai:...") says otherwise), or the `generator` given."""
+    workspace = Workspace(home)
+    vectors = workspace.open_vectors() if workspace.chroma_path.is_dir() else None
+    if vectors is None or not vectors.has_collection(collection):
+        raise ValueError(f"no chromadb collection '{collection}' in {workspace.chroma_path}: index a corpus first "
+                         f"(`ragcourt index CORPUS --collection {collection} --home {workspace.home}`, or "
+                         "`ragcourt demo` for the bundled HotpotQA sample)")
+    return ReferenceRAG(vectors, collection, generator or ConfiguredAnswerer())
+
+
+DatasetInput = str | os.PathLike[str] | Sequence[Sample]
 
 
 def _langchain_config(retriever: Any) -> EvalConfig:
@@ -212,17 +259,19 @@ def _resolve(
     dataset: DatasetInput | None, config: EvalConfig | None,
 ) -> tuple[Sequence[Sample], RAGSystem, str, EvalConfig]:
     """What to evaluate, from either (samples, system) or a LangChain app (retriever=, chain=) and
-    dataset= (a JSONL / JSON / CSV path, or samples). A string `dataset` next to `samples` is only a label."""
+    dataset= (a JSONL / JSON / CSV path, or samples). A path `dataset` next to `samples` is only a label."""
     label = ""
     if samples is None:
         if dataset is None:
             raise TypeError("give samples= or dataset= (a .jsonl/.json/.csv path or a list of Samples)")
-        if isinstance(dataset, str | Path):
-            samples, label = load_samples(Path(dataset)).samples, str(dataset)
+        if isinstance(dataset, str | os.PathLike):
+            samples, label = load_samples(Path(dataset)).samples, os.fspath(dataset)
         else:
             samples = dataset
-    elif isinstance(dataset, str | Path):
-        label = str(dataset)
+    elif isinstance(dataset, str | os.PathLike):
+        label = os.fspath(dataset)
+    if not samples:
+        raise ValueError(f"the dataset has no samples{f' ({label})' if label else ''}: nothing to evaluate")
     if system is None:
         if chain is None:
             raise TypeError("give system= (a RAGSystem) or chain= (with retriever=) of a LangChain app")
@@ -233,6 +282,45 @@ def _resolve(
     return samples, system, label, config or EvalConfig()
 
 
+@dataclass(frozen=True)
+class _Plan:
+    samples: Sequence[Sample]
+    system: RAGSystem
+    label: str
+    config: EvalConfig
+    workspace: Workspace
+    run_id: str
+    vectors: VectorStore | None
+    collection: str | None
+
+
+def _plan(samples: Sequence[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
+          config: EvalConfig | None, home: PathInput, run_id: str | None, vectors: VectorStore | None,
+          collection: str | None, dataset: DatasetInput | None) -> _Plan:
+    samples, system, label, config = _resolve(samples, system, retriever, chain, dataset, config)
+    workspace = Workspace(home)
+    run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system.name)}"
+    workspace.run_dir(run_id)  # a run id that is not a plain name is refused before anything is opened
+    if vectors is None and collection is None and isinstance(system, ReferenceRAG):
+        vectors, collection = system.vectors, system.collection  # its collection gives distractors, as in the CLI
+    return _Plan(samples, system, label, config, workspace, run_id, vectors, collection)
+
+
+async def _stream(plan: _Plan) -> AsyncIterator[SampleDiagnostics]:
+    store = plan.workspace.open_store()
+    try:
+        models = Models(plan.config, store)
+        system = plan.system
+        if isinstance(system, ReferenceRAG) and isinstance(system.generator, ConfiguredAnswerer):
+            system = replace(system, generator=models.generator())
+        context = _context(plan.config, system, store, models, plan.vectors, plan.collection)
+        runner = Runner(context, plan.run_id, plan.workspace.run_dir(plan.run_id))
+        async for diagnostics in runner.astream(plan.samples, dataset=plan.label, system=system.name):
+            yield diagnostics
+    finally:
+        store.close()
+
+
 async def astream(
     samples: Sequence[Sample] | None = None,
     system: RAGSystem | None = None,
@@ -240,7 +328,7 @@ async def astream(
     retriever: Any = None,
     chain: Any = None,
     config: EvalConfig | None = None,
-    home: Path = DEFAULT_HOME,
+    home: PathInput = DEFAULT_HOME,
     run_id: str | None = None,
     vectors: VectorStore | None = None,
     collection: str | None = None,
@@ -248,36 +336,47 @@ async def astream(
 ) -> AsyncIterator[SampleDiagnostics]:
     """Evaluate, yielding each question's diagnostics as it finishes (in order of completion).
 
-    What: `samples` and a `system`, or a LangChain app as it is: any BaseRetriever as `retriever` and an
-    answer chain taking {question, context} as `chain`, or one `chain` alone that returns a dict with
-    "context" (Documents) and "answer" (see systems.LangChainSystem). `dataset` is a .jsonl/.json/.csv path
-    or a list of Samples when `samples` is not given. Without `config`, a LangChain app is evaluated with
-    its retriever's own k and score threshold.
+    What: `samples` and a `system` (e.g. reference_system(...), Precomputed()), or a LangChain app as it is:
+    any BaseRetriever as `retriever` and an answer chain taking {question, context} as `chain`, or one `chain`
+    alone that returns a dict with "context" (Documents) and "answer" (see systems.LangChainSystem).
+    `dataset` is a .jsonl/.json/.csv path (str or PathLike) or a list of Samples when `samples` is not given.
+    Without `config`, a LangChain app is evaluated with its retriever's own k and score threshold. `home` is
+    the workspace directory (str or PathLike).
     """
-    samples, system, dataset, config = _resolve(samples, system, retriever, chain, dataset, config)
-    workspace = Workspace(home)
-    run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system.name)}"
-    store = workspace.open_store()
-    try:
-        context = _context(config, system, store, Models(config, store), vectors, collection)
-        runner = Runner(context, run_id, workspace.run_dir(run_id))
-        async for diagnostics in runner.astream(samples, dataset=dataset, system=system.name):
-            yield diagnostics
-    finally:
-        store.close()
+    plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset)
+    async for diagnostics in _stream(plan):
+        yield diagnostics
 
 
 async def aevaluate(
-    samples: Sequence[Sample] | None = None, system: RAGSystem | None = None, **options: Any
+    samples: Sequence[Sample] | None = None,
+    system: RAGSystem | None = None,
+    *,
+    retriever: Any = None,
+    chain: Any = None,
+    config: EvalConfig | None = None,
+    home: PathInput = DEFAULT_HOME,
+    run_id: str | None = None,
+    vectors: VectorStore | None = None,
+    collection: str | None = None,
+    dataset: DatasetInput | None = None,
 ) -> EvalResult:
-    """All diagnostics of `astream` (same arguments: samples/system or retriever=/chain=/dataset=)."""
-    collected = [d async for d in astream(samples, system, **options)]
-    run_id = collected[0].run_id if collected else options.get("run_id", "")
-    return EvalResult(run_id=run_id, run_dir=Workspace(options.get("home", DEFAULT_HOME)).run_dir(run_id),
-                      diagnostics=collected)
+    """All diagnostics of `astream` (same arguments), in the dataset's order."""
+    plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset)
+    position = {sample.id: i for i, sample in enumerate(plan.samples)}
+    collected = [d async for d in _stream(plan)]
+    collected.sort(key=lambda d: position.get(d.sample_id, len(position)))
+    return EvalResult(run_id=plan.run_id, run_dir=plan.workspace.run_dir(plan.run_id), diagnostics=collected)
 
 
 def evaluate(samples: Sequence[Sample] | None = None, system: RAGSystem | None = None, **options: Any) -> EvalResult:
-    """Synchronous `aevaluate`, for scripts and notebooks without a running event loop:
-    `ragcourt.evaluate(retriever=app_retriever, chain=answer_chain, dataset="questions.jsonl")`."""
-    return asyncio.run(aevaluate(samples, system, **options))
+    """Synchronous `aevaluate` (same arguments):
+    `ragcourt.evaluate(retriever=app_retriever, chain=answer_chain, dataset="questions.jsonl")`.
+
+    Every call runs on one event loop that ragcourt keeps for the process (started on first use, in a daemon
+    thread), so repeated calls can share clients bound to a loop (a ChatOpenAI's connection pool), and it
+    works where a loop is already running (Jupyter, async code), blocking that loop until it returns; there,
+    `await ragcourt.aevaluate(...)` does not block. Ctrl-C cancels the run.
+    """
+    return background_loop.run(aevaluate(samples, system, **options),
+                               async_hint="use `await ragcourt.aevaluate(...)` instead")
