@@ -23,7 +23,7 @@ from ragcourt.commands.output import (
     print_summary,
     progress,
 )
-from ragcourt.config import Batching, ConfigError, EvalConfig, JudgeSpec, Method, load_config
+from ragcourt.config import Batching, ConfigError, EvalConfig, JudgeSpec, Method, ReviewMode, load_config
 from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_corpus, load_hotpotqa, load_samples
 from ragcourt.llm.local import LocalModelError, check_local_runtime
 from ragcourt.llm.spec import ModelSpec
@@ -78,7 +78,7 @@ def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk])
     return time.perf_counter() - started
 
 
-def _line(d: SampleDiagnostics) -> str:
+def _line(d: SampleDiagnostics, stored: bool = False) -> str:
     if d.status is SampleStatus.FAILED:
         return f"[red]✗[/red] {escape(d.sample_id)}  failed: {escape(d.error or '')}"
     shown = []
@@ -89,17 +89,28 @@ def _line(d: SampleDiagnostics) -> str:
     gaps = sorted({str(e.status) for e in d.elements if e.status != "answered"})
     extra = f"  gaps: {', '.join(gaps)}" if gaps else ""
     return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {'  '.join(shown)}  unsupported={len(d.unsupported_claims)}"
-            f"  escalated={len(d.escalations)}  unscored={d.n_unscored}{extra}")
+            f"  to_review={len(d.escalations)}  unscored={d.n_unscored}{extra}{'  (stored)' if stored else ''}")
 
 
-async def _run(runner: Runner, samples: Sequence[Sample], dataset: str) -> list[SampleDiagnostics]:
+async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Path) -> list[SampleDiagnostics]:
+    store, run_id = runner.context.store, runner.run_id
+    wanted = {s.id for s in samples}
+    finished = {i for i in await asyncio.to_thread(store.finished_sample_ids, run_id) if i in wanted}
+    if finished:
+        console.print(f"resuming run {escape(run_id)}: {len(finished)} of {len(wanted)} samples finished before "
+                      "come from the store (marked 'stored'; nothing of them is asked again)")
     out = []
     with progress() as bar:
         task = bar.add_task("evaluating", total=len(samples))
         async for diagnostics in runner.astream(samples, dataset=dataset):
-            bar.console.print(_line(diagnostics))
+            bar.console.print(_line(diagnostics, stored=diagnostics.sample_id in finished))
             bar.advance(task)
             out.append(diagnostics)
+    waiting = len(wanted) - len({d.sample_id for d in out})
+    if waiting and runner.context.config.review_mode is ReviewMode.INLINE:
+        console.print(f"[yellow]{waiting} samples are paused for an inline review[/yellow]: "
+                      f"[bold]ragcourt review {escape(run_id)} --home {escape(str(home))}[/bold] decides their "
+                      "escalated checks and finishes them")
     return out
 
 
@@ -140,7 +151,7 @@ def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[M
             fail(str(error))
         runner = Runner(context, run_id, workspace.run_dir(run_id))
         try:
-            asyncio.run(_run(runner, samples, dataset))
+            asyncio.run(_run(runner, samples, dataset, workspace.home))
         except RunLockedError as error:
             fail(str(error))
         summary = summarize(store, run_id)

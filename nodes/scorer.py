@@ -199,7 +199,7 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
         metrics=tuple([*qcare_metrics, *element_metrics, *_answer_metrics(state)]),
         elements=elements, unsupported_claims=tuple(unsupported), uncovered_subqueries=tuple(uncovered),
         perturbations=_perturbations(state),
-        escalations=tuple(r.check_id for r in reconciled.values() if r.provisional),
+        escalations=tuple(sorted(r.check_id for r in reconciled.values() if r.provisional)),  # stable across runs
         n_checks=len(checks), n_unscored=sum(1 for v in verdicts if not v.scored), usage=usage,
         alignment_graph=graph,
     )

@@ -158,3 +158,19 @@ def test_a_collection_name_chromadb_refuses_is_one_line_naming_it(tmp_path: Path
     assert result.exit_code == 2
     assert "chromadb collection name 'hp' is not allowed" in flat(result.output)
     assert "3-512 characters" in flat(result.output) and "Traceback" not in result.output
+
+
+def test_an_inline_review_run_says_which_samples_wait_and_how_to_finish_them(tmp_path: Path) -> None:
+    """Lexical and semantic judges disagree on a paraphrase ("film was released" / "movie came out"): with
+    inline review the sample stops at the interrupt, and the run must not look finished with 0 samples."""
+    data, config = tmp_path / "d.jsonl", tmp_path / "inline.yaml"
+    data.write_text(json.dumps({
+        "id": "q1", "question": "When did the film come out?", "reference_answer": "The film was released in 1994.",
+        "contexts": ["The movie came out in 1994 to wide acclaim."], "answer": "The movie came out in 1994."}) + "\n")
+    config.write_text("judges:\n  - model: lexical\n  - model: semantic\nreview_mode: inline\n")
+    args = ["run", str(data), "--system", "precomputed", "--config", str(config), "--home", str(tmp_path / "ws")]
+    result = RUNNER.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = flat(result.output)
+    assert "1 samples are paused for an inline review: ragcourt review run-" in text
+    assert "0 samples (0 failed)" in text and "awaiting review" in text

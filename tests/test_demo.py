@@ -33,3 +33,5 @@ def test_demo_streams_lines_and_leaves_a_readable_store(tmp_path):
     again = CliRunner().invoke(app, ["demo", "--home", str(tmp_path), "--questions", "3"])
     assert again.exit_code == 0, again.output
     assert "(0.0s spent indexing)" in again.output  # the collection reopens in a new client
+    assert "resuming run" in again.output and "3 of 3 samples finished before" in again.output
+    assert again.output.count("(stored)") == 3
