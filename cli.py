@@ -359,7 +359,11 @@ def _review_one(store: RecordStore, run_id: str, rec: Reconciled, reviewer: str,
         decision = (verdict.label if verdict.label is not None else verdict.score if verdict.score is not None
                     else f"unscored ({verdict.unscored_reason})")
         console.print(f"  judge {escape(verdict.judge_id)}: {decision}  {escape(verdict.rationale)}")
-    answer = typer.prompt("decision", default="s").strip()
+    try:
+        answer = typer.prompt("decision", default="s").strip()
+    except typer.Abort:  # end of input (a piped file ran out) or Ctrl-D: stop here, as q does
+        console.print()
+        return False
     if answer == "q":
         return False
     action, label, score = _parse_decision(answer, rec, check.kind)

@@ -74,6 +74,17 @@ def test_review_shows_a_sample_id_with_brackets_literally(home: Path) -> None:
     assert code == 0 and f"sample {SAMPLE}" in out
 
 
+def test_review_stops_cleanly_when_its_input_runs_out(home: Path) -> None:
+    """`ragcourt review RUN < decisions.txt` with more checks pending than lines: stop as `q` does (the
+    decisions made are stored and the run re-scored), not `Aborted.` with exit code 1."""
+    with RecordStore(home / "store.sqlite") as store:
+        assert len(store.pending_escalations(RUN)) == 1
+    code, out = invoke("review", RUN, home=home, stdin="")
+    assert code == 0 and "Aborted" not in out and f"run {RUN}:" in out  # the summary after the re-score
+    with RecordStore(home / "store.sqlite") as store:
+        assert store.latest_reviews(RUN) == {} and len(store.pending_escalations(RUN)) == 1
+
+
 def test_review_of_an_unknown_run_exits_2_naming_it(home: Path) -> None:
     code, out = invoke("review", "nope", home=home)
     assert code == 2 and "no run 'nope'" in out
