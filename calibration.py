@@ -23,7 +23,13 @@ from statistics import mean
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragcourt.datasets import RagCheckerPair, label_from_human_score, read_jsonl_models
+from ragcourt.datasets import (
+    DatasetError,
+    DatasetErrors,
+    RagCheckerPair,
+    label_from_human_score,
+    read_jsonl_models,
+)
 from ragcourt.graphs.tournament import build_match_graph
 from ragcourt.jury import Judge
 from ragcourt.metrics.agreement import (
@@ -38,15 +44,15 @@ from ragcourt.metrics.agreement import (
     spearman,
 )
 from ragcourt.metrics.dice import vote_probabilities
-from ragcourt.schema import CheckKind, Label, MetricValue, ReviewAction, Sample
+from ragcourt.schema import SCORE_RANGE, CheckKind, Label, MetricValue, ReviewAction, Sample
 from ragcourt.stores.records import RecordStore
 from ragcourt.tournament_state import AnswerSet, MatchContext, QuestionOutcome
 
 JURY = "jury"
 CONSENSUS = "agreeing annotators"
-BINARY_LABELS = (Label.YES, Label.NO)
-PAIRWISE_LABELS = (Label.A, Label.B, Label.TIE)
 _PREFERENCE = {Label.A: -1.0, Label.TIE: 0.0, Label.B: 1.0}
+# Where a person finds the ids of the checks to label: one row per check, with its kind and subject.
+CHECK_IDS_HINT = "the check_id column of decisions.csv, written by `ragcourt report RUN --export DIR`"
 
 
 @dataclass(frozen=True)
@@ -101,10 +107,6 @@ class KindCalibration(BaseModel):
     correlations: tuple[Correlation, ...]
 
 
-def _labels_for(kind: CheckKind) -> tuple[Label, ...]:
-    return PAIRWISE_LABELS if kind is CheckKind.PAIRWISE else BINARY_LABELS
-
-
 def _statistic(metric: Callable[..., MetricValue]) -> Callable[[Sequence[tuple]], float | None]:
     return lambda pairs: metric([a for a, _ in pairs], [b for _, b in pairs]).value
 
@@ -123,6 +125,31 @@ def agreement(
         n_without_reference=sum(t is None for t in truth),
         n_rater_undecided=sum(t is not None and r is None for t, r in zip(truth, rated, strict=True)),
     )
+
+
+def _explain_undecided_jury(
+    row: Agreement, items: Sequence[CalibrationItem], truth: Sequence[Label | None], judge_ids: Sequence[str]
+) -> Agreement:
+    """A jury row that is n/a because the jury decided none of the labelled items says why: the judges split
+    (a split jury has no label of its own; the run's label on such an escalated check is only the first
+    judge's, provisional until a person decides), or no judge decided."""
+    if row.accuracy.value is not None or row.accuracy.n or not row.n_rater_undecided:
+        return row
+    undecided = [item for item, t in zip(items, truth, strict=True) if t is not None and item.judges.get(JURY) is None]
+    split = sum(any(item.judges.get(j) is not None for j in judge_ids) for item in undecided)
+    parts = []
+    unscored = len(undecided) - split
+    if split:
+        parts.append(f"the judges split on {'all ' if not unscored else ''}{split} labelled item"
+                     f"{'s' * (split != 1)}: a split jury has no label (a run's label there is the first judge's, "
+                     "provisional until reviewed)")
+    if unscored:
+        parts.append(f"no judge decided {'all ' if not split else ''}{unscored} labelled item{'s' * (unscored != 1)}")
+    reason = "; ".join(parts)
+    return row.model_copy(update={
+        "accuracy": row.accuracy.model_copy(update={"na_reason": reason}),
+        "kappa": row.kappa.model_copy(update={"na_reason": reason}),
+    })
 
 
 def _references(items: Sequence[CalibrationItem], annotators: Sequence[str]) -> dict[str, list[Label | None]]:
@@ -150,15 +177,19 @@ def calibrate_kind(
     n_resamples: int = 1000,
 ) -> KindCalibration:
     annotators = sorted({a for item in items for a in (*item.human, *item.human_numbers)})
-    raters = [*judge_ids, *([JURY] if any(JURY in item.judges for item in items) else [])]
-    labels = _labels_for(kind)
+    has_jury = any(JURY in item.judges or JURY in item.judge_numbers for item in items)
+    raters = [*judge_ids, *([JURY] if has_jury else [])]
+    labels = kind.labels
     options = {"seed": seed, "n_resamples": n_resamples}
     agreements = []
     if kind is not CheckKind.DIMENSION_SCORE:
         for reference, truth in _references(items, annotators).items():
             for rater in raters:
                 rated = [item.judges.get(rater) for item in items]
-                agreements.append(agreement(rater, reference, rated, truth, labels, **options))
+                row = agreement(rater, reference, rated, truth, labels, **options)
+                if rater == JURY:
+                    row = _explain_undecided_jury(row, items, truth, judge_ids)
+                agreements.append(row)
     ceiling = [
         agreement(a, b, [item.human.get(a) for item in items], [item.human.get(b) for item in items], labels,
                   **options)
@@ -212,8 +243,8 @@ def jury_label(kind: CheckKind, labels: Sequence[Label | None]) -> Label | None:
         return None
     if kind is CheckKind.PAIRWISE:
         shares = vote_probabilities(decided)
-        best = max(shares.of(label) for label in PAIRWISE_LABELS)  # type: ignore[type-var]
-        leaders = [label for label in PAIRWISE_LABELS if shares.of(label) == best]
+        best = max(shares.of(label) for label in CheckKind.PAIRWISE.labels)  # type: ignore[type-var]
+        leaders = [label for label in CheckKind.PAIRWISE.labels if shares.of(label) == best]
         return leaders[0] if len(leaders) == 1 else Label.TIE
     counts = Counter(decided).most_common()
     return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else None
@@ -233,16 +264,78 @@ class HumanLabel(BaseModel):
     annotator: str = Field(default="human", min_length=1)
 
 
-def load_labels(path: Path) -> list[HumanLabel]:
-    """A labels file: JSONL of {check_id, label | score, annotator?}. Every problem of every line is reported
-    at once (DatasetErrors: file, line, field); a file with a bad line gives no labels."""
+def _value_text(label: HumanLabel) -> str:
+    return f"label '{label.label}'" if label.label is not None else f"score {label.score:g}"
 
-    def check(_: int, label: HumanLabel) -> tuple[str, str] | None:
+
+def _kind_problems(label: HumanLabel, kind: CheckKind) -> list[tuple[str, str]]:
+    """(field, problem) for a label that does not fit its check's kind (the review desk's rule)."""
+    problems = []
+    if kind is CheckKind.DIMENSION_SCORE:
+        low, high = SCORE_RANGE
+        if label.label is not None:
+            problems.append(("label", f"{kind} checks take a {low:g}-{high:g} 'score', not a 'label'"))
+        if label.score is not None and not low <= label.score <= high:
+            problems.append(("score", f"must be between {low:g} and {high:g} for {kind} checks, "
+                                      f"got {label.score:g}"))
+        return problems
+    allowed = ", ".join(kind.labels)
+    if label.score is not None:
+        problems.append(("score", f"{kind} checks take a 'label' ({allowed}), not a 'score'"))
+    if label.label is not None and label.label not in kind.labels:
+        problems.append(("label", f"must be one of {allowed} for {kind} checks, got '{label.label}'"))
+    return problems
+
+
+def load_labels(path: Path, store: RecordStore | None = None) -> list[HumanLabel]:
+    """A labels file: JSONL of {check_id, label | score, annotator?}. Every problem of every line is reported
+    at once (DatasetErrors: file, line, field); a file with a bad line gives no labels.
+
+    Besides the fields themselves: the same check labelled twice by one annotator is refused unless both
+    lines say the same (then it counts once); with a store, every check must be in it and each label must fit
+    its check's kind (yes/no for binary checks, A/B/Tie for pairwise, a 0-10 score for dimension scores)."""
+    read: list[tuple[int, HumanLabel]] = []
+
+    def check(number: int, label: HumanLabel) -> tuple[str, str] | None:
         if label.label is None and label.score is None:
             return "label", "is missing: give a 'label' (" + ", ".join(Label) + ") or a 0-10 'score'"
+        read.append((number, label))
         return None
 
-    return [label for _, label in read_jsonl_models(path, HumanLabel, check)]
+    path = Path(path)
+    errors: list[DatasetError] = []
+    try:
+        read_jsonl_models(path, HumanLabel, check)
+    except DatasetErrors as error:
+        if any(e.line is None for e in error.errors):  # the whole file (unreadable, empty)
+            raise
+        errors.extend(error.errors)
+    kinds = ({c.id: c.kind for c in store.get_checks([label.check_id for _, label in read])}
+             if store is not None else None)
+    first: dict[tuple[str, str], tuple[int, HumanLabel]] = {}
+    labels = []
+    for number, label in read:
+        problems: list[tuple[str, str]] = []
+        if kinds is not None:
+            kind = kinds.get(label.check_id)
+            if kind is None:
+                problems.append(("check_id", f"no check '{label.check_id}' in the store (check ids: "
+                                             f"{CHECK_IDS_HINT})"))
+            else:
+                problems.extend(_kind_problems(label, kind))
+        key = (label.check_id, label.annotator)
+        earlier = first.setdefault(key, (number, label))
+        repeated = earlier[0] != number
+        if repeated and (earlier[1].label, earlier[1].score) != (label.label, label.score):
+            problems.append(("check_id", f"labelled again by annotator '{label.annotator}' with "
+                                         f"{_value_text(label)}, after {_value_text(earlier[1])} on line "
+                                         f"{earlier[0]}: keep one label per check and annotator"))
+        errors.extend(DatasetError(path, message, line=number, field=name) for name, message in problems)
+        if not repeated:  # an identical repeat counts once
+            labels.append(label)
+    if errors:
+        raise DatasetErrors(sorted(errors, key=lambda e: e.line or 0))
+    return labels
 
 
 def review_labels(store: RecordStore, run_id: str) -> list[HumanLabel]:
@@ -266,7 +359,7 @@ def items_from_store(
     unknown = [i for i in by_check if i not in {c.id for c in checks}]
     if unknown:  # a label that silently vanished would shrink n without a word
         raise ValueError(f"{sum(len(by_check[i]) for i in unknown)} labels name checks not in the store "
-                         f"(first: {unknown[0]})")
+                         f"(first: {unknown[0]}; check ids: {CHECK_IDS_HINT})")
     verdicts = store.get_verdicts([c.id for c in checks])
     found = list(dict.fromkeys(v.judge_id for v in verdicts))
     judges = list(judge_ids) if judge_ids else found

@@ -53,7 +53,6 @@ from ragcourt.tables import (
     cube_warnings,
     cuer_frame,
 )
-from ragcourt.web.desk import labels_for
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")
@@ -384,7 +383,7 @@ def _parse_decision(answer: str, rec: Reconciled,
             return None, None, None
         return ReviewAction.ACCEPT, rec.label, rec.score
     labels = {"y": Label.YES, "n": Label.NO, "A": Label.A, "B": Label.B, "T": Label.TIE}
-    if answer in labels and labels[answer] in labels_for(kind):  # the desk's rule: a decision fits the check
+    if answer in labels and labels[answer] in kind.labels:  # the desk's rule: a decision fits the check
         return ReviewAction.OVERRIDE, labels[answer], None
     if kind is CheckKind.DIMENSION_SCORE and answer.isdigit() and 0 <= int(answer) <= 10:
         return ReviewAction.OVERRIDE, None, float(answer)

@@ -61,6 +61,17 @@ def sample_id(document: Chunk) -> str:
     return f"gen:{document.id}"
 
 
+def _not_a_question(text: str) -> str | None:
+    """Why `text` is not a usable question, or None. A small model wrote a document marker
+    ("DOCUMENT-7b2b55e1") or a statement cut off at the length limit: a question asks, so it carries a question
+    mark (ASCII or full-width)."""
+    if not text:
+        return "the model wrote an empty question"
+    if "?" not in text and "？" not in text:
+        return f"the model wrote no question (no question mark): {text[:80]!r}"
+    return None
+
+
 async def _one(client: LLMClient, document: Chunk) -> Sample | GenerationFailure:
     prompt = load_prompt(PromptId.GENERATE_QUESTION)
     text = f"{document.title}\n{document.text}" if document.title else document.text
@@ -72,8 +83,9 @@ async def _one(client: LLMClient, document: Chunk) -> Sample | GenerationFailure
     if result.value is None:
         return GenerationFailure(document.id, f"{result.reason}: {result.detail or ''}".strip(": "))
     question = result.value.question.strip()
-    if not question:
-        return GenerationFailure(document.id, "the model wrote an empty question")
+    problem = _not_a_question(question)
+    if problem is not None:
+        return GenerationFailure(document.id, problem)
     gold = Chunk(id=document.id, text=document.text, title=document.title, source=document.source)
     return Sample(
         id=sample_id(document), question=question, gold_documents=(gold,),

@@ -65,6 +65,17 @@ class CheckKind(StrEnum):
     def is_binary(self) -> bool:
         return self not in (CheckKind.DIMENSION_SCORE, CheckKind.PAIRWISE)
 
+    @property
+    def labels(self) -> tuple[Label, ...]:
+        """The labels a decision on this kind takes (a judge's, a reviewer's, a calibration label's); none
+        for dimension scores, which are numbers in SCORE_RANGE."""
+        if self is CheckKind.PAIRWISE:
+            return (Label.A, Label.B, Label.TIE)
+        return (Label.YES, Label.NO) if self.is_binary else ()
+
+
+SCORE_RANGE = (0.0, 10.0)  # a dimension score (seed 000: 0-10), from a judge or a person
+
 
 class Label(StrEnum):
     """Decisions a judge or a reviewer can give. Binary checks use YES/NO, pairwise checks A/B/TIE."""

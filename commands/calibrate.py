@@ -12,7 +12,10 @@ from rich.table import Table
 
 from ragcourt.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.calibration import (
+    CHECK_IDS_HINT,
+    JURY,
     CalibrationItem,
+    HumanLabel,
     KindCalibration,
     calibrate,
     items_from_store,
@@ -27,6 +30,7 @@ from ragcourt.config import ConfigError, EvalConfig, JudgeSpec
 from ragcourt.datasets import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
 from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.schema import MetricValue, content_id
+from ragcourt.stores.records import RecordStore
 
 
 def _value(metric: MetricValue, interval: ConfidenceInterval | None = None) -> str:
@@ -77,13 +81,60 @@ def print_calibration(report: KindCalibration) -> None:
         console.print(table)
 
 
+def _short(metric: MetricValue) -> str:
+    return "n/a" if metric.value is None else f"{metric.value:.3f}"
+
+
+def _figures(report: KindCalibration) -> str:
+    """One line of a kind's headline figures: each rater's accuracy (or Pearson) and the judges' Fleiss' kappa."""
+    several = len(report.annotators) > 1
+
+    def rater(name: str, reference: str) -> str:
+        return f"{name} vs {reference}" if several else name
+
+    rows = [a for a in report.agreements if a.reference in report.annotators]
+    if rows:
+        parts = ["accuracy " + ", ".join(f"{rater(a.rater, a.reference)} {_short(a.accuracy)}" for a in rows),
+                 f"Fleiss' kappa among the judges {_short(report.fleiss_judges)}"]
+    else:  # dimension scores: correlations only
+        parts = ["Pearson " + ", ".join(f"{rater(c.rater, c.reference)} {_short(c.pearson)}"
+                                        for c in report.correlations if c.reference in report.annotators)]
+    return f"{report.kind} ({report.n_items} check{'s' * (report.n_items != 1)}): " + "; ".join(parts)
+
+
+def print_review_caveat(store: RecordStore, run_id: str, human: list[HumanLabel],
+                        reports: list[KindCalibration]) -> None:
+    """Review labels are a biased sample: only escalated checks are reviewed, the ones the judges disagreed on."""
+    labelled = len({h.check_id for h in human})
+    console.print(
+        "[yellow]caveat:[/yellow] review labels cover only escalated checks (where the judges disagreed or no "
+        f"judge scored): these are {labelled} of the run's {store.count_escalated(run_id)} escalated checks (of "
+        f"its {store.count_checks(run_id)} checks), so agreement on them is not the judges' agreement on all "
+        "checks. On these checks:"
+    )
+    for report in reports:
+        console.print(f"  - {escape(_figures(report))}")
+    jury_na = any(a.rater == JURY and a.accuracy.value is None for r in reports for a in r.agreements)
+    console.print(
+        ("(the jury is n/a where the judges split: a split jury has no label of its own.) " if jury_na else "")
+        + "For an unbiased estimate, label a random sample of the run's checks and give them with --labels FILE "
+        f"(check ids: {escape(CHECK_IDS_HINT)})."
+    )
+
+
 def calibrate_command(
     ragchecker: Annotated[bool, typer.Option(help="the worked example: RAGChecker human-labelled pairs")] = False,
     pairs: Annotated[Path | None, typer.Option(help="a RAGChecker pairs file (default: the bundled one)")] = None,
     labels: Annotated[Path | None, typer.Option(help="JSONL of {check_id, label | score, annotator?} for "
-                                                        "checks in the store")] = None,
+                                                        "checks in the store: label yes/no (binary checks) or "
+                                                        "A/B/Tie (pairwise), score 0-10 (dimension_score); one "
+                                                        "line per check and annotator. Check ids (and kinds): "
+                                                        f"{CHECK_IDS_HINT}")] = None,
     run_id: Annotated[str | None, typer.Option("--run", help="use the review decisions of this run (ignored "
-                                                             "with --labels)")] = None,
+                                                             "with --labels); these cover only escalated checks, "
+                                                             "the ones the judges disagreed on, so they understate "
+                                                             "agreement: label a random sample with --labels for "
+                                                             "an unbiased estimate")] = None,
     judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]; "
                                                             "with --labels/--run: judge ids in the store")] = None,
     logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs")] = False,
@@ -91,7 +142,11 @@ def calibrate_command(
     bootstrap: Annotated[int, typer.Option(help="bootstrap resamples")] = 1000,
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
 ) -> None:
-    """Agreement of judges with human labels: accuracy, Cohen's / Fleiss' kappa, correlations, confusion."""
+    """Agreement of judges with human labels: accuracy, Cohen's / Fleiss' kappa, correlations, confusion.
+
+    Labels for stored checks come from a file (--labels; check ids: the check_id column of decisions.csv from
+    `ragcourt report RUN --export DIR`) or from a run's review decisions (--run).
+    """
     if not (ragchecker or pairs) and labels is None and run_id is None:
         _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
     workspace = Workspace(home)
@@ -123,7 +178,7 @@ def calibrate_command(
         else:
             if labels is not None:
                 try:
-                    human = load_labels(labels)
+                    human = load_labels(labels, store)
                 except DatasetErrors as error:
                     fail_all(error, "fix them and calibrate again")
             else:
@@ -135,8 +190,12 @@ def calibrate_command(
                     _fail(f"run '{run_id}' has no review decisions to use as human labels: review its "
                           f"escalated checks first (`ragcourt review {run_id}`), or give --labels FILE")
             items, judge_ids = items_from_store(store, human, judge)
-        for report in calibrate(items, judge_ids, seed=seed, n_resamples=bootstrap):
+        reports = calibrate(items, judge_ids, seed=seed, n_resamples=bootstrap)
+        for report in reports:
             print_calibration(report)
+        if from_store and labels is None:
+            assert run_id is not None
+            print_review_caveat(store, run_id, human, reports)
     except ValueError as error:
         _fail(str(error))
     except OSError as error:  # a missing or unreadable labels file

@@ -38,6 +38,7 @@ QCARE_KINDS = {
     "verifiableness": (CheckKind.CLAIM_SUPPORTED,),
 }
 ELEMENT_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER)
+NO_REFERENCE = "the sample has no reference answer: elements are split from one (seed 003)"
 # Per sample, when the pointer rule is on: how many elements it left out (n: elements before the rule).
 POINTER_ELEMENTS_DROPPED = "pointer_elements_dropped"
 UNKNOWN_CHUNKS = "the retrieved chunks are unknown"  # start of the n/a reason when the retrieval is not shown
@@ -174,7 +175,9 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
         [element_coverage(elements).model_copy(update={"n_escalated": decisions.escalated(ELEMENT_KINDS)})]
         if elements else []
     )
-    if Method.ELEMENTS in ctx.config.methods and sample.reference_answer and "elements" not in state:
+    if Method.ELEMENTS in ctx.config.methods and not sample.reference_answer:  # said, not silently left out
+        element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value, NO_REFERENCE)]
+    elif Method.ELEMENTS in ctx.config.methods and "elements" not in state:
         element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value,
                                          SPLIT_FAILED.format(what="reference answer", units="elements"))]
     unknown_retrieval = state.get("retrieval_hidden")

@@ -73,8 +73,8 @@ def _metric_base(name: str) -> str:
 def qcare_sample_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
     """sample_id, question, status, then per metric `<name>` (value or None) and `<name>_na_reason`.
 
-    Metric columns use the base name (c_prec, not c_prec@5): k is the number of retrieved chunks and
-    differs per sample; `k` holds it when the metric was computed at a cut-off.
+    Metric columns use the base name (c_prec, not c_prec@5); `k` holds the cut-off (the run's top_k) when
+    there is one (given contexts have none).
     """
     rows = []
     for d in diagnostics:

@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from ragcourt.schema import (
     NORMAL,
+    SCORE_RANGE,
     Answer,
     Check,
     CheckKind,
@@ -24,10 +25,6 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
-
-BINARY_LABELS = (Label.YES, Label.NO)
-PAIRWISE_LABELS = (Label.A, Label.B, Label.TIE)
-SCORE_RANGE = (0.0, 10.0)
 
 
 class DecisionError(ValueError):
@@ -62,12 +59,6 @@ class Choice(StrEnum):
     SKIP = "skip"
 
 
-def labels_for(kind: CheckKind) -> tuple[Label, ...]:
-    if kind is CheckKind.PAIRWISE:
-        return PAIRWISE_LABELS
-    return BINARY_LABELS if kind.is_binary else ()
-
-
 @dataclass(frozen=True)
 class QueueState:
     escalated: int  # escalated checks of the run
@@ -93,7 +84,7 @@ class DeskItem:
 
     @property
     def labels(self) -> tuple[Label, ...]:
-        return labels_for(self.check.kind)
+        return self.check.kind.labels
 
     @property
     def takes_score(self) -> bool:
@@ -146,7 +137,7 @@ def make_review(item_check: Check, verdicts: tuple[Verdict, ...], run_id: str, r
         return Review(action=ReviewAction.ACCEPT, label=verdict.label, score=verdict.score,
                       accepted_judge=verdict.judge_id, **common)
     if choice is Choice.LABEL:
-        allowed = labels_for(item_check.kind)
+        allowed = item_check.kind.labels
         label = next((label for label in allowed if label.value == value), None)
         if label is None:
             raise DecisionError(f"'{value}' is not a decision for a {item_check.kind} check "

@@ -21,7 +21,19 @@ from ragcourt.calibration import HumanLabel, load_labels
 from ragcourt.cli import app
 from ragcourt.commands.output import console
 from ragcourt.datasets import DatasetError
-from ragcourt.schema import Label
+from ragcourt.schema import (
+    NORMAL,
+    Check,
+    CheckKind,
+    Label,
+    Reconciled,
+    ReconcileMethod,
+    Review,
+    ReviewAction,
+    RunInfo,
+    Verdict,
+    VerdictStatus,
+)
 
 
 def test_calibrate_on_the_ragchecker_pairs_prints_agreement_per_annotator_and_for_their_consensus(
@@ -45,6 +57,162 @@ def test_calibrate_on_the_ragchecker_pairs_prints_agreement_per_annotator_and_fo
 
 def _said(result) -> str:
     return " ".join(result.output.split())
+
+
+HINT = "the check_id column of decisions.csv, written by `ragcourt report RUN --export DIR`"
+
+
+def _check(name: str, kind: CheckKind) -> Check:
+    return Check(kind=kind, sample_id="s", condition=NORMAL, subject_id=name, subject_text=f"subject {name}",
+                 target_id="t", target_text="target", dimension="relevance" if kind is CheckKind.DIMENSION_SCORE
+                 else None)
+
+
+def _verdict(check: Check, judge: str, value: Label | float) -> Verdict:
+    if isinstance(value, Label):
+        return Verdict(check_id=check.id, judge_id=judge, status=VerdictStatus.OK, label=value)
+    return Verdict(check_id=check.id, judge_id=judge, status=VerdictStatus.OK, score=value)
+
+
+def _stored_run(home: Path) -> dict[str, Check]:
+    """Run 'r' with two judges: binary checks b0, b1 where they disagree (escalated, reviewed by ann: yes, no),
+    b2, b3 where they agree (yes; not escalated, not reviewed), a dimension score d and a pairwise check p."""
+    checks = {name: _check(name, CheckKind.CLAIM_SUPPORTED) for name in ("b0", "b1", "b2", "b3")}
+    checks["d"] = _check("d", CheckKind.DIMENSION_SCORE)
+    checks["p"] = _check("p", CheckKind.PAIRWISE)
+    votes: dict[str, tuple[Label | float, Label | float]] = {
+        "b0": (Label.YES, Label.NO), "b1": (Label.YES, Label.NO), "b2": (Label.YES, Label.YES),
+        "b3": (Label.YES, Label.YES), "d": (3.0, 7.0), "p": (Label.A, Label.A),
+    }
+    with Workspace(home).open_store() as store:
+        store.put(RunInfo(run_id="r", dataset="d.jsonl", system="precomputed", config={}))
+        store.put(*checks.values())
+        store.link_checks("r", "s", [c.id for c in checks.values()])
+        store.put(*(_verdict(checks[name], judge, vote) for name, pair in votes.items()
+                    for judge, vote in zip(("j1", "j2"), pair, strict=True)))
+        for name, decided in (("b0", Label.YES), ("b1", Label.NO)):  # a review replaces the jury's decision
+            check = checks[name]
+            store.put(Reconciled(run_id="r", check_id=check.id, kind=check.kind, sample_id="s", label=decided,
+                                 method=ReconcileMethod.HUMAN, n_scored=2, n_unscored=0, escalated=True,
+                                 escalation_reason="decided by a person"))
+            store.add_review(Review(run_id="r", check_id=check.id, reviewer="ann", action=ReviewAction.OVERRIDE,
+                                    label=decided))
+        for name in ("b2", "b3"):
+            check = checks[name]
+            store.put(Reconciled(run_id="r", check_id=check.id, kind=check.kind, sample_id="s", label=Label.YES,
+                                 method=ReconcileMethod.MAJORITY, agreement=1.0, n_scored=2, n_unscored=0))
+    return checks
+
+
+def _rows(output: str) -> dict[tuple[str, str], list[str]]:
+    """Agreement rows (rater, reference) -> [n, undecided, no label, accuracy, kappa], without intervals."""
+    rows = {}
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if line.startswith("│") and len(cells) == 7:
+            rows[cells[0], cells[1]] = [cells[2], cells[3], cells[4], cells[5].split(" [")[0], cells[6].split(" [")[0]]
+    return rows
+
+
+def test_calibrate_on_review_decisions_warns_that_they_cover_only_escalated_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(console, "width", 400)  # one line per table row and per sentence
+    _stored_run(tmp_path)
+    result = CliRunner().invoke(app, ["calibrate", "--run", "r", "--bootstrap", "20", "--home", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    split = ("n/a (the judges split on all 2 labelled items: a split jury has no label (a run's label there is "
+             "the first judge's, provisional until reviewed))")
+    assert _rows(result.output) == {
+        ("j1", "ann"): ["2", "0", "0", "0.500", "0.000"],
+        ("j2", "ann"): ["2", "0", "0", "0.500", "0.000"],
+        ("jury", "ann"): ["0", "2", "0", split, split],
+    }
+    lines = [" ".join(line.split()) for line in result.output.splitlines()]
+    assert "Fleiss' kappa among the judges: -1.000 (items every judge decided: 2)" in lines
+    caveat = lines[lines.index(next(line for line in lines if line.startswith("caveat:"))):]
+    assert caveat == [
+        "caveat: review labels cover only escalated checks (where the judges disagreed or no judge scored): "
+        "these are 2 of the run's 2 escalated checks (of its 6 checks), so agreement on them is not the judges' "
+        "agreement on all checks. On these checks:",
+        "- claim_supported (2 checks): accuracy j1 0.500, j2 0.500, jury n/a; Fleiss' kappa among the judges -1.000",
+        "(the jury is n/a where the judges split: a split jury has no label of its own.) For an unbiased estimate, "
+        f"label a random sample of the run's checks and give them with --labels FILE (check ids: {HINT}).",
+    ]
+
+
+def test_a_labels_file_is_checked_against_the_store_and_every_problem_reported_in_one_pass(tmp_path: Path) -> None:
+    checks = _stored_run(tmp_path)
+    b0, b1, d, p = (checks[name].id for name in ("b0", "b1", "d", "p"))
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("\n".join(json.dumps(line) for line in [
+        {"check_id": b0, "label": "yes", "annotator": "ann"},
+        {"check_id": b0, "label": "yes", "annotator": "ann"},  # the same again: allowed, counted once
+        {"check_id": b0, "label": "no", "annotator": "ann"},
+        {"check_id": "ffffffffffffffff", "label": "yes"},
+        {"check_id": b1, "score": 7},
+        {"check_id": b1, "label": "A", "annotator": "bob"},
+        {"check_id": d, "label": "yes"},
+        {"check_id": d, "score": 42, "annotator": "bob"},
+        {"check_id": p, "label": "yes"},
+        {"check_id": p, "label": "maybe", "annotator": "bob"},
+        {"check_id": d, "score": 10.5, "label": "no", "annotator": "carol"},
+        {"check_id": d, "score": 5, "annotator": "bob"},
+    ]) + "\n")
+    result = CliRunner().invoke(app, ["calibrate", "--labels", str(labels), "--home", str(tmp_path)])
+    assert result.exit_code == 2
+    said = [" ".join(line.split()) for line in _said(result).split("error: ")[1:]]
+    assert said == [
+        f"{labels}:3: field 'check_id': labelled again by annotator 'ann' with label 'no', after label 'yes' on "
+        "line 1: keep one label per check and annotator",
+        f"{labels}:4: field 'check_id': no check 'ffffffffffffffff' in the store (check ids: {HINT})",
+        f"{labels}:5: field 'score': claim_supported checks take a 'label' (yes, no), not a 'score'",
+        f"{labels}:6: field 'label': must be one of yes, no for claim_supported checks, got 'A'",
+        f"{labels}:7: field 'label': dimension_score checks take a 0-10 'score', not a 'label'",
+        f"{labels}:8: field 'score': must be between 0 and 10 for dimension_score checks, got 42",
+        f"{labels}:9: field 'label': must be one of A, B, Tie for pairwise checks, got 'yes'",
+        f"{labels}:10: field 'label': must be one of yes, no, A, B, Tie, got 'maybe'",
+        f"{labels}:11: field 'label': dimension_score checks take a 0-10 'score', not a 'label'",
+        f"{labels}:11: field 'score': must be between 0 and 10 for dimension_score checks, got 10.5",
+        f"{labels}:12: field 'check_id': labelled again by annotator 'bob' with score 5, after score 42 on line 8: "
+        "keep one label per check and annotator",
+        f"10 bad lines in {labels}; fix them and calibrate again",
+    ]
+    assert "items; annotators" not in result.output and "Pearson" not in result.output  # nothing computed
+
+
+def test_a_good_labels_file_counts_an_identical_repeat_once_and_gives_no_review_caveat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(console, "width", 400)
+    checks = _stored_run(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("\n".join(json.dumps(line) for line in [
+        {"check_id": checks["b0"].id, "label": "yes"},
+        {"check_id": checks["b0"].id, "label": "yes"},
+        {"check_id": checks["b2"].id, "label": "yes"},
+        {"check_id": checks["b3"].id, "label": "no"},
+        {"check_id": checks["d"].id, "score": 6},
+    ]) + "\n")
+    result = CliRunner().invoke(app, ["calibrate", "--labels", str(labels), "--bootstrap", "20",
+                                      "--home", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    rows = _rows(result.output)
+    assert rows[("j1", "human")] == ["3", "0", "0", "0.667", "0.000"]  # b0 yes, b2 yes, b3 no: j1 said yes
+    assert rows[("jury", "human")][:4] == ["2", "1", "0", "0.500"]  # split on b0
+    said = _said(result)
+    assert "claim_supported: 3 items" in said and "caveat" not in said
+    correlations = [line.replace("│", " ").split() for line in result.output.splitlines()
+                    if line.startswith("│") and line.count("│") == 6]
+    assert [row[:3] for row in correlations] == [["j1", "human", "1"], ["j2", "human", "1"], ["jury", "human", "1"]]
+
+
+def test_calibrate_help_says_where_check_ids_come_from() -> None:
+    result = CliRunner().invoke(app, ["calibrate", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    said = " ".join(result.output.replace("│", " ").split())
+    assert f"Check ids (and kinds): {HINT}" in said
+    assert "these cover only escalated checks, the ones the judges disagreed on" in said
 
 
 def test_calibrate_on_a_run_that_does_not_exist_says_so(tmp_path: Path) -> None:
@@ -94,13 +262,14 @@ def test_a_bad_labels_file_is_refused_with_every_bad_line(tmp_path: Path) -> Non
     assert result.exit_code == 2
     said = [" ".join(line.split()) for line in _said(result).split("error: ")[1:]]
     assert said == [
+        f"{labels}:1: field 'check_id': no check 'c1' in the store (check ids: {HINT})",
         f"{labels}:2: field 'label': must be one of yes, no, A, B, Tie, got 'maybe'",
         f"{labels}:3: field 'check_id': must be a string, got number",
         f"{labels}:3: field 'score': must be a number, got string",
         f"{labels}:4: not valid JSON: Expecting property name enclosed in double quotes (column 2)",
         f"{labels}:5: field 'label': is missing: give a 'label' (yes, no, A, B, Tie) or a 0-10 'score'",
         f"{labels}:6: field 'by': unknown field (allowed: check_id, label, score, annotator)",
-        f"5 bad lines in {labels}; fix them and calibrate again",
+        f"6 bad lines in {labels}; fix them and calibrate again",
     ]
 
 

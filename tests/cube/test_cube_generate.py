@@ -31,6 +31,8 @@ def write_question(request: ChatRequest) -> dict | str:
     first_line = DOCUMENT.search(user).group(1)
     if first_line == "Broken":
         return {"question": 42}  # not a string, twice: unscored after the repair attempt
+    if first_line == "Danube":
+        return {"question": "DOCUMENT-7b2b55e1"}  # what SmolLM2 wrote: valid JSON, no question
     return {"question": f"  What should I know about {first_line}?  "}
 
 
@@ -59,7 +61,8 @@ def test_generate_writes_one_question_per_document_with_it_as_gold(tmp_path: Pat
     flat = " ".join(result.output.split())
     assert DOCUMENT_GAP_WARNING in flat
     assert "no question for document d2: parse_failure" in flat
-    assert "wrote 3 questions from 4 documents of 'docs'" in flat and "(1 failed)" in flat
+    assert "no question for document d3: the model wrote no question (no question mark): 'DOCUMENT-7b2b55e1'" in flat
+    assert "wrote 2 questions from 4 documents of 'docs'" in flat and "(2 failed)" in flat
 
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert rows[0] == {
@@ -70,8 +73,8 @@ def test_generate_writes_one_question_per_document_with_it_as_gold(tmp_path: Pat
     }
     assert rows[0]["metadata"]["prompt"].startswith("generate_question@")
     samples = load_samples(out).samples  # `ragcourt run` reads the file back
-    assert [s.id for s in samples] == ["gen:d1", "gen:d3", "gen:d4"]
-    untitled = samples[2]
+    assert [s.id for s in samples] == ["gen:d1", "gen:d4"]
+    untitled = samples[1]
     assert untitled.question == "What should I know about Untitled note: the office opens at nine.?"
     assert (untitled.gold_titles, untitled.gold_documents[0].id, untitled.gold_documents[0].title) == ((), "d4", None)
 
@@ -83,10 +86,11 @@ def test_generate_a_seeded_sample_and_a_missing_collection(tmp_path: Path) -> No
     with FakeOpenAIServer(builders={"GeneratedQuestion": write_question}) as server:
         spec = f"openai:fake-model@{server.base_url}"
         result = CliRunner().invoke(app, ["generate", "docs", "--out", str(out), "--home", str(home), "--model", spec,
-                                          "--n", "2", "--seed", "3"])
+                                          "--n", "2", "--seed", "7"])
         assert result.exit_code == 0, result.output
         missing = CliRunner().invoke(app, ["generate", "nope", "--out", str(out), "--home", str(home),
                                            "--model", spec])
-    expected = [f"gen:{d.id}" for d in pick_documents(CORPUS, 2, 3) if d.id != "d2"]
+    expected = [f"gen:{d.id}" for d in pick_documents(CORPUS, 2, 7) if d.id not in ("d2", "d3")]  # d3: no question
+    assert expected == ["gen:d1"]
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == expected
     assert missing.exit_code == 2 and "no chromadb collection 'nope'" in missing.output

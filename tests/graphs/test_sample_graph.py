@@ -52,6 +52,7 @@ from graph_fixtures import (
 
 from ragcourt.decomposers import SentenceDecomposer
 from ragcourt.graphs.sample import build_sample_graph
+from ragcourt.nodes.scorer import NO_REFERENCE
 from ragcourt.schema import (
     LOOSE,
     NORMAL,
@@ -248,3 +249,12 @@ async def test_question_split_runs_beside_the_answer_claims_split(store: RecordS
     # And the checks still saw both: the hand-computed s1 figures above.
     assert values(state["diagnostics"])["completeness"] == 1.0
     assert state["diagnostics"].n_checks == 27
+
+
+async def test_a_sample_without_a_reference_answer_says_why_it_has_no_element_coverage(store: RecordStore) -> None:
+    context = make_context(store, fixture_config(), fixture_judges(), fixture_system())
+    sample = SAMPLES["s1"].model_copy(update={"reference_answer": None})
+    state = await build_sample_graph().ainvoke({"run_id": RUN, "sample": sample}, context=context)
+    coverage = state["diagnostics"].metric("element_coverage")
+    assert coverage.value is None and coverage.na_reason == NO_REFERENCE
+    assert state["diagnostics"].elements == ()

@@ -152,7 +152,7 @@ def test_calibrate_refuses_labels_of_checks_not_in_the_store(home: Path, tmp_pat
     labels.write_text(json.dumps({"check_id": known, "label": "yes"}) + "\n"
                       + json.dumps({"check_id": "typo-id", "label": "no"}) + "\n", encoding="utf-8")
     code, out = invoke("calibrate", "--labels", str(labels), "--bootstrap", "20", home=home)
-    assert code == 2 and "1 labels name checks not in the store (first: typo-id)" in out
+    assert code == 2 and "labels.jsonl:2: field 'check_id': no check 'typo-id' in the store" in " ".join(out.split())
 
 
 def test_rerun_with_a_missing_dataset_exits_2_naming_it(home: Path, tmp_path: Path) -> None:
