@@ -46,12 +46,18 @@ from ragcourt.stores.records import RecordStore
 from ragcourt.summary import RunSummary, summarize
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 from ragcourt.tables import (
+    NaNotes,
     Unavailable,
-    cube_frame_with_spread,
-    cube_retrieved_only_frame,
-    cube_table,
-    cube_warnings,
+    cube_inputs,
+    cube_noted_frame,
+    cube_of_inputs,
+    cube_r_at_k_reason,
+    cube_retrieved_only_noted,
+    cube_rule_based_note,
+    cuer_closed_book_of_run,
+    cuer_counts,
     cuer_frame,
+    cuer_totals,
 )
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
@@ -115,26 +121,39 @@ async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Pa
 
 def _print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> None:
     if Method.CUBE in config.methods:
-        report = cube_table(store, run_id, config)
-        if isinstance(report, Unavailable):
-            console.print(f"CuBE: n/a: {report.reason}")
+        inputs = cube_inputs(store, run_id, config)
+        if isinstance(inputs, Unavailable):
+            console.print(f"CuBE: n/a: {escape(inputs.reason)}")
         else:
+            report = cube_of_inputs(inputs, config)
             r = report.r_at_k.value
+            notes = NaNotes()  # one numbering for both tables: "n/a [k]" is note k, printed under its table
+            table4 = cube_noted_frame(report, notes=notes, spread=True, ranks=inputs.ranks, top_k=config.top_k)
             print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
-                         f"R@k = {'n/a' if r is None else f'{r:.2%}'}", cube_frame_with_spread(report))
-            for warning in cube_warnings(report):
-                console.print(f"[yellow]warning:[/yellow] CuBE {escape(warning)}")
-            retrieved_only = cube_retrieved_only_frame(store, run_id, config)
-            if not isinstance(retrieved_only, Unavailable):
-                print_frame("CuBE retrieved-only analysis (seed 000 5.3): RAG scores vs rank score, all samples "
-                             "and samples whose gold document was retrieved", retrieved_only)
+                        f"R@k = {'n/a' if r is None else f'{r:.2%}'}", table4.marked())
+            rule_based = cube_rule_based_note(config, [j.judge for j in report.judges])
+            if rule_based:
+                console.print(f"[yellow]warning:[/yellow] CuBE {escape(rule_based)}")
+            r_at_k = cube_r_at_k_reason(report)
+            for line in [*table4.lines(), *([f"R@k n/a: {r_at_k}"] if r_at_k else [])]:
+                console.print(f"[yellow]n/a[/yellow] {escape(line)}")
+            retrieved_only = cube_retrieved_only_noted(inputs, config.top_k, notes)
+            print_frame("CuBE retrieved-only analysis (seed 000 5.3): RAG scores vs rank score, all samples "
+                        "and samples whose gold document was retrieved", retrieved_only.marked())
+            for line in retrieved_only.lines():
+                console.print(f"[yellow]n/a[/yellow] {escape(line)}")
     if Method.CUER in config.methods:
-        frame = cuer_frame(store.get_diagnostics(run_id))
-        if frame.empty:
+        diagnostics = store.get_diagnostics(run_id)
+        answers, retrievals = store.get_answers(run_id), store.get_retrievals(run_id)
+        closed_book = cuer_closed_book_of_run(store, run_id, answers, retrievals)
+        if not any(d.perturbations for d in diagnostics):
             console.print("CUE-R: n/a: no perturbed answers in this run")
         else:
-            print_frame("CUE-R: mean change when a chunk is removed / replaced / duplicated (perturbed - normal)",
-                         frame)
+            print_frame("CUE-R: mean change when a chunk is removed / replaced / duplicated (perturbed - normal); "
+                        "last row: the closed-book control", cuer_frame(diagnostics, closed_book=closed_book))
+            counts = cuer_counts(diagnostics, answers, retrievals)
+            console.print(escape(cuer_totals(counts)[0]))
+        console.print(escape(closed_book.note()))
 
 
 def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],

@@ -39,6 +39,9 @@ from pydantic import BaseModel, ConfigDict
 from ragcourt.schema import ConditionKind, MetricValue
 
 DEFAULT_TRIM_PROPORTION = 0.1
+RANK_SCORE = "the rank score"
+RANK_SCORE_IS = ("rank score = top_n + 2 - rank of the gold document in the normal retrieval, 0 when it was not "
+                 "retrieved; top_n is the config's top_k")
 
 
 class AnswerSet(StrEnum):
@@ -84,7 +87,8 @@ def trimmed_mean(
     scored = sorted(float(v) for v in values if v is not None)
     n_unscored = len(values) - len(scored)
     if not scored:
-        return _na(name, "no scored values", n=0, n_unscored=n_unscored)
+        return _na(name, "no scored values: every one is unscored or missing (see the unscored and no-verdict "
+                   "counts; rerun or review the unscored verdicts)", n=0, n_unscored=n_unscored)
     cut = int(proportion * len(scored))
     kept = scored[cut : len(scored) - cut]
     return MetricValue(name=name, value=math.fsum(kept) / len(kept), n=len(scored), n_unscored=n_unscored)
@@ -118,22 +122,27 @@ def recall_at_k(ranks: Sequence[int | None]) -> MetricValue:
     return MetricValue(name="r_at_k", value=hits / len(ranks), n=len(ranks))
 
 
-def pearson(x: Sequence[float | None], y: Sequence[float | None], name: str = "pearson") -> MetricValue:
-    """Pearson r over the pairs where both values are present; n/a for < 2 pairs or a constant side."""
+def pearson(x: Sequence[float | None], y: Sequence[float | None], name: str = "pearson", *,
+            labels: tuple[str, str] = ("the first variable", "the second variable")) -> MetricValue:
+    """Pearson r over the pairs where both values are present; n/a for < 2 pairs or a constant side.
+
+    labels name x and y in the n/a reason (e.g. "the RAG relevance score", "the rank score")."""
     if len(x) != len(y):
         raise ValueError(f"pearson needs aligned sequences, got {len(x)} and {len(y)}")
     pairs = [(float(a), float(b)) for a, b in zip(x, y, strict=True) if a is not None and b is not None]
     n_unscored = len(x) - len(pairs)
     if len(pairs) < 2:
-        return _na(name, f"{len(pairs)} complete pairs; need at least 2", n=len(pairs), n_unscored=n_unscored)
+        return _na(name, f"a correlation needs at least 2 samples (and variation): {len(pairs)} sample(s) with both "
+                   f"{labels[0]} and {labels[1]}", n=len(pairs), n_unscored=n_unscored)
     mean_x = math.fsum(a for a, _ in pairs) / len(pairs)
     mean_y = math.fsum(b for _, b in pairs) / len(pairs)
     sxy = math.fsum((a - mean_x) * (b - mean_y) for a, b in pairs)
     sxx = math.fsum((a - mean_x) ** 2 for a, _ in pairs)
     syy = math.fsum((b - mean_y) ** 2 for _, b in pairs)
     if sxx == 0.0 or syy == 0.0:
-        side = "first" if sxx == 0.0 else "second"
-        return _na(name, f"{side} variable is constant", n=len(pairs), n_unscored=n_unscored)
+        side = labels[0] if sxx == 0.0 else labels[1]
+        return _na(name, f"a correlation needs variation: {side} is constant (the same for all {len(pairs)} "
+                   "samples)", n=len(pairs), n_unscored=n_unscored)
     r = sxy / math.sqrt(sxx * syy)
     return MetricValue(name=name, value=max(-1.0, min(1.0, r)), n=len(pairs), n_unscored=n_unscored)
 
@@ -161,16 +170,21 @@ def auto_weights(
     ``dimension_scores`` are the per-sample scores of the RAG answer set, aligned with ``rank_scores``.
     """
     correlations = {
-        dim: pearson(scores, rank_scores, name=f"pearson_{dim}_rank")
+        dim: pearson(scores, rank_scores, name=f"pearson_{dim}_rank", labels=("the RAG score", RANK_SCORE))
         for dim, scores in dimension_scores.items()
     }
     magnitudes = {dim: abs(c.value) if c.value is not None else 0.0 for dim, c in correlations.items()}
     total = math.fsum(magnitudes.values())
     if total == 0.0:
-        reasons = "; ".join(f"{d}: {c.na_reason or 'r = 0'}" for d, c in correlations.items())
+        grouped: dict[str, list[str]] = {}
+        for d, c in correlations.items():
+            grouped.setdefault(c.na_reason or "r = 0", []).append(d)
+        reasons = "; ".join(f"{', '.join(dims)}: {reason}" for reason, dims in grouped.items())
         return DimensionWeights(
             weights=None,
-            na_reason=f"no dimension correlates with the rank score ({reasons or 'no dimensions'})",
+            na_reason=f"no dimension correlates with the rank score ({RANK_SCORE_IS}): {reasons or 'no dimensions'}; "
+            "automatic weights are undefined, so give every dimension a fixed numeric weight (weight: 1 in the "
+            "config's dimensions weighs them equally)",
             correlations=correlations,
         )
     return DimensionWeights(
@@ -185,7 +199,8 @@ def user_weights(weights: Mapping[str, float]) -> DimensionWeights:
         raise ValueError(f"weights must be finite and >= 0: {negative}")
     total = math.fsum(weights.values())
     if total == 0.0:
-        return DimensionWeights(weights=None, na_reason="user weights sum to 0")
+        return DimensionWeights(weights=None, na_reason="the configured weights sum to 0: give at least one "
+                                "dimension a weight above 0")
     return DimensionWeights(weights={d: w / total for d, w in weights.items()})
 
 
@@ -200,7 +215,8 @@ def weighted_total(
         raise ValueError(f"dimensions {sorted(dimension_means)} do not match weights {sorted(weights)}")
     missing = [d for d, w in weights.items() if w > 0 and dimension_means[d] is None]
     if missing:
-        return _na(name, f"no mean for weighted dimension(s) {sorted(missing)}")
+        return _na(name, f"no mean for weighted dimension(s) {sorted(missing)}: no scored verdict (see the unscored "
+                   "and no-verdict counts; rerun or review the unscored verdicts, or give those dimensions weight 0)")
     value = math.fsum(w * float(dimension_means[d]) for d, w in weights.items() if w > 0)  # type: ignore[arg-type]
     return MetricValue(name=name, value=value, n=len(weights))
 
@@ -217,9 +233,12 @@ def normalized(
         missing = [
             s for s, v in (("rag", rag), ("closed_book", closed_book), ("oracle", oracle)) if v is None
         ]
-        return _na(name, f"missing score(s): {missing}")
+        return _na(name, f"missing score(s): {missing}: no scored verdict for them (see the unscored and no-verdict "
+                   "counts; rerun or review the unscored verdicts)")
     if oracle <= closed_book:
-        return _na(name, f"degenerate bounds: oracle {oracle:.4g} <= closed book {closed_book:.4g}")
+        return _na(name, f"degenerate bounds: oracle {oracle:.4g} <= closed book {closed_book:.4g}: the judge does "
+                   "not score the gold-document answers above the no-context ones, so there is no scale to place "
+                   "RAG on (check the oracle answers and the judge's rubric, or use another judge)")
     return MetricValue(name=name, value=(rag - closed_book) / (oracle - closed_book), n=1)
 
 
@@ -296,10 +315,12 @@ def _judge_weights(
         return user_weights(weights[judge])
     rag = per_set[AnswerSet.RAG]
     if rank_scores is None:
-        return DimensionWeights(weights=None, na_reason="neither weights nor rank scores given")
+        return DimensionWeights(weights=None, na_reason="neither weights nor rank scores given: give fixed weights "
+                                "or the samples' rank scores")
     if any(isinstance(s, int | float) for s in rag.values()):
         return DimensionWeights(
-            weights=None, na_reason="automatic weights need per-sample RAG scores, got aggregated means"
+            weights=None, na_reason="automatic weights need per-sample RAG scores, got aggregated means: give "
+            "fixed weights or the per-sample scores"
         )
     return auto_weights({d: s for d, s in rag.items() if not isinstance(s, int | float)}, rank_scores)
 
@@ -428,9 +449,11 @@ def retrieved_only_analysis(
         kept_scored = [float(s) for s in kept if s is not None]
         summary = spread(kept_scored)
         result[dim] = DimensionRetrievalSplit(
-            correlation_all=pearson(scores, rank_scores, name=f"pearson_{dim}_rank_all"),
+            correlation_all=pearson(scores, rank_scores, name=f"pearson_{dim}_rank_all",
+                                    labels=("the RAG score", RANK_SCORE)),
             correlation_retrieved=pearson(
-                kept, [rank_scores[i] for i in retrieved], name=f"pearson_{dim}_rank_retrieved"
+                kept, [rank_scores[i] for i in retrieved], name=f"pearson_{dim}_rank_retrieved",
+                labels=("the RAG score", RANK_SCORE),
             ),
             mean_retrieved=summary.mean,
             sd_retrieved=summary.sd,

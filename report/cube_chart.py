@@ -4,15 +4,19 @@ between the closed-book (zero-score) and the oracle (full-score) answer sets, on
 A pure function from a CubeReport to SVG text: no plotting library, every label escaped, presentation
 attributes only (no `style`), so the text can be inserted into a page or written to a file as it is.
 A missing mean is written "n/a" with nothing drawn; degenerate bounds (oracle <= closed book) are drawn as
-they are and flagged, since the normalized score is n/a there.
+they are and flagged, since the normalized score is n/a there. Every n/a carries the number of its reason: the
+reasons are listed at the bottom of the chart, or, when the caller passes its own notes (the HTML report), in
+those notes below the chart.
 """
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Sequence
 from html import escape
 
 from ragcourt.metrics.cube import AnswerSet, CubeReport, JudgeCube, Spread
-from ragcourt.tables import CubeCounts
+from ragcourt.tables import SPREAD, CubeCounts, NaNotes, cube_r_at_k_reason, cube_reasons, cube_spread_reasons
 
 WIDTH = 640
 LABEL_W = 170  # judge label column
@@ -27,14 +31,18 @@ def score_x(score: float) -> float:
     return PLOT_X0 + score / 10.0 * (PLOT_X1 - PLOT_X0)
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _spread(spread: Spread) -> str:
+def _spread(spread: Spread, note: int | None = None) -> str:
+    ref = "" if note is None else f" [{note}]"
     if spread.mean is None:
-        return "n/a"
-    return f"{spread.mean:.3f} ± {'n/a' if spread.sd is None else f'{spread.sd:.3f}'}"
+        return f"n/a{ref}"
+    return f"{spread.mean:.3f} ± {f'n/a{ref}' if spread.sd is None else f'{spread.sd:.3f}'}"
+
+
+def _na(value: float | None, note: int | None, digits: int = 3) -> str:
+    """A figure, or "n/a [k]" with the number of its reason."""
+    if value is not None:
+        return f"{value:.{digits}f}"
+    return "n/a" if note is None else f"n/a [{note}]"
 
 
 def _marker(answer_set: AnswerSet, x: float, y: float) -> str:
@@ -46,7 +54,7 @@ def _marker(answer_set: AnswerSet, x: float, y: float) -> str:
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{color}"/>'
 
 
-def _judge_row(judge: JudgeCube, dimension: str, y: float) -> list[str]:
+def _judge_row(judge: JudgeCube, dimension: str, y: float, reasons: dict[str, str], notes: NaNotes) -> list[str]:
     weights = judge.weights.weights
     weight = f" (w {weights[dimension]:.2f})" if weights is not None and dimension in weights else ""
     parts = [f'<text x="6" y="{y + 4:.1f}">{escape(judge.judge[:22])}{escape(weight)}</text>']
@@ -60,9 +68,13 @@ def _judge_row(judge: JudgeCube, dimension: str, y: float) -> list[str]:
         if means[aset] is not None:
             parts.append(_marker(aset, score_x(means[aset]), y))
     normalized = judge.normalized_dimensions[dimension]
-    missing = [str(aset) for aset, value in means.items() if value is None]
-    note = f"n/a: no {', '.join(missing)} mean" if missing else (
-        f"n/a: {normalized.na_reason}" if normalized.value is None else f"normalized {normalized.value:.3f}")
+    if normalized.value is None:
+        reason = reasons.get(dimension, str(normalized.na_reason))
+        missing = [str(aset) for aset, value in means.items() if value is None]
+        cause = f"no {', '.join(missing)} mean" if missing else reason.split(":")[0]
+        note = f"normalized n/a [{notes.ref(reason, judge.judge, dimension)}]: {cause}"
+    else:
+        note = f"normalized {normalized.value:.3f}"
     fill = "#a33" if normalized.value is None else "#333"
     parts.append(f'<text x="{PLOT_X0}" y="{y + 19:.1f}" font-size="10" fill="{fill}">{escape(note[:80])}</text>')
     return parts
@@ -84,27 +96,84 @@ def _panel_counts(counts: CubeCounts, dimension: str) -> str:
     return "; ".join(parts)
 
 
+NOTE_CHARS = 110  # a note line of the chart's own notes, wrapped
+
+
 def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension", *,
-                    counts: CubeCounts | None = None) -> str:
+                    counts: CubeCounts | None = None, notes: NaNotes | None = None, warning: str | None = None,
+                    ranks: Sequence[int] | None = None, top_k: int | None = None) -> str:
     """One panel per dimension, one row per judge: closed book (hollow circle), RAG (filled circle), oracle
     (hollow square) trimmed means on 0-10; then each judge's Wgt. Score and CuBE score and the spread.
 
     counts (tables.cube_table_counted): under the legend the checks and verdicts behind each answer set, and in
-    each panel those of its dimension; the chart widens to fit them."""
+    each panel those of its dimension; the chart widens to fit them. Every n/a is followed by the number of its
+    reason: in notes when given (the caller lists them, e.g. below the chart on the page), else in the chart's
+    own notes at its bottom. ranks and top_k (the run's) name the rank score in the weights' reason. warning:
+    a line on top in red (e.g. that the judges are rule-based)."""
+    own_notes = notes is None
+    notes = NaNotes() if notes is None else notes
+    reasons = cube_reasons(report, ranks, top_k)
+    spread_reasons = cube_spread_reasons(report)
+    r_at_k_reason = cube_r_at_k_reason(report)
+    r_at_k_note = None if r_at_k_reason is None else notes.ref(r_at_k_reason, "", "R@k")
     dimensions = list(report.dimension_spread)
     n_judges = len(report.judges)
     caption: list[str] = []
+    if warning:
+        caption += textwrap.wrap(warning, NOTE_CHARS)
+    n_warning = len(caption)
     if counts is not None:
-        caption = [*CUBE_COUNTS_LEGEND,
-                   *(f"{answer_set}: {counts.count(answer_set=answer_set).note()}" for answer_set in AnswerSet)]
+        caption += [*CUBE_COUNTS_LEGEND,
+                    *(f"{answer_set}: {counts.count(answer_set=answer_set).note()}" for answer_set in AnswerSet)]
     panel_lines = {d: _panel_counts(counts, d) for d in dimensions} if counts is not None else {}
     extra = 14 if counts is not None else 0  # the counts line of each panel
     panel_h = 22 + extra + ROW_H * n_judges + 10
-    footer_h = 20 * (n_judges + 2)
     top = 56 + 16 * len(caption)
-    height = top + panel_h * len(dimensions) + footer_h
+    body: list[str] = []  # the panels and the footer, laid out from `top`; the notes' height is known after them
+    y = top
+    for dimension in dimensions:
+        spread = report.dimension_spread[dimension]
+        spread_note = (None if dimension not in spread_reasons
+                       else notes.ref(spread_reasons[dimension], SPREAD, dimension))
+        body.append(f'<text x="6" y="{y + 14}" font-weight="bold">{escape(dimension)}</text>')
+        body.append(f'<text x="{LABEL_W}" y="{y + 14}" fill="#555">normalized mean ± sd across judges: '
+                    f"{escape(_spread(spread, spread_note))}</text>")
+        if dimension in panel_lines:
+            body.append(f'<text x="{LABEL_W}" y="{y + 28}" font-size="10" fill="#555">'
+                        f"{escape(panel_lines[dimension])}</text>")
+        axis_y = y + 22 + extra + ROW_H * n_judges
+        body.append(f'<line x1="{PLOT_X0}" y1="{axis_y - 4}" x2="{PLOT_X1}" y2="{axis_y - 4}" stroke="#ccc"/>')
+        for tick in range(0, 11, 2):
+            body.append(f'<text x="{score_x(tick):.1f}" y="{axis_y + 6}" font-size="9" text-anchor="middle" '
+                        f'fill="#777">{tick}</text>')
+        for i, judge in enumerate(report.judges):
+            body.extend(_judge_row(judge, dimension, y + 30 + extra + ROW_H * i, reasons[judge.judge], notes))
+        y += panel_h
+    for judge in report.judges:
+        mine = reasons[judge.judge]
+        wgt = None if "wgt_score" not in mine else notes.ref(mine["wgt_score"], judge.judge, "wgt_score")
+        cube = None if "cube_score" not in mine else notes.ref(mine["cube_score"], judge.judge, "cube_score")
+        body.append(f'<text x="6" y="{y + 14}">{escape(judge.judge[:40])}: Wgt. Score '
+                    f"{_na(judge.weighted_score.value, wgt)}, CuBE score {_na(judge.cube_score.value, cube)}</text>")
+        y += 20
+    cube_spread_note = (None if "cube_score" not in spread_reasons
+                        else notes.ref(spread_reasons["cube_score"], SPREAD, "cube_score"))
+    body.append(f'<text x="6" y="{y + 14}" font-weight="bold">CuBE score mean ± sd across judges: '
+                f"{escape(_spread(report.cube_score_spread, cube_spread_note))}</text>")
+    y += 20
+    if own_notes:
+        note_lines = [wrapped for line in notes.lines() for wrapped in textwrap.wrap(line, NOTE_CHARS,
+                                                                                     subsequent_indent="    ")]
+    else:
+        note_lines = ["n/a [k]: the reason is note k below the chart"] if notes.texts else []
+    for line in note_lines:
+        body.append(f'<text x="6" y="{y + 14}" font-size="11" fill="#a33">{escape(line)}</text>')
+        y += 16
+    height = y + 20
     width = max([WIDTH, *(int(len(line) * CHAR_W) + 12 for line in caption),
-                 *(int(len(line) * 5.5) + LABEL_W + 12 for line in panel_lines.values())])
+                 *(int(len(line) * 5.5) + LABEL_W + 12 for line in panel_lines.values()),
+                 *(int(len(line) * 6.1) + 12 for line in note_lines)])
+    r_at_k = _na(report.r_at_k.value, r_at_k_note)
     parts = [
         (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}" '
          f'viewBox="0 0 {width} {height}" {FONT}>'),
@@ -114,30 +183,10 @@ def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension"
         _marker(AnswerSet.RAG, 112, 36), '<text x="122" y="40">RAG</text>',
         _marker(AnswerSet.ORACLE, 172, 36), '<text x="182" y="40">oracle</text>',
         (f'<text x="250" y="40" fill="#555">trimmed means on the 0-10 rubric scale; R@k '
-         f"{_fmt(report.r_at_k.value, 3)}</text>"),
-        *(f'<text x="6" y="{58 + 16 * i}" fill="#555">{escape(line)}</text>' for i, line in enumerate(caption)),
+         f"{escape(r_at_k)}</text>"),
+        *(f'<text x="6" y="{58 + 16 * i}" fill="{"#a33" if i < n_warning else "#555"}">{escape(line)}</text>'
+          for i, line in enumerate(caption)),
+        *body,
+        "</svg>",
     ]
-    y = top
-    for dimension in dimensions:
-        parts.append(f'<text x="6" y="{y + 14}" font-weight="bold">{escape(dimension)}</text>')
-        parts.append(f'<text x="{LABEL_W}" y="{y + 14}" fill="#555">normalized mean ± sd across judges: '
-                     f"{escape(_spread(report.dimension_spread[dimension]))}</text>")
-        if dimension in panel_lines:
-            parts.append(f'<text x="{LABEL_W}" y="{y + 28}" font-size="10" fill="#555">'
-                         f"{escape(panel_lines[dimension])}</text>")
-        axis_y = y + 22 + extra + ROW_H * n_judges
-        parts.append(f'<line x1="{PLOT_X0}" y1="{axis_y - 4}" x2="{PLOT_X1}" y2="{axis_y - 4}" stroke="#ccc"/>')
-        for tick in range(0, 11, 2):
-            parts.append(f'<text x="{score_x(tick):.1f}" y="{axis_y + 6}" font-size="9" text-anchor="middle" '
-                         f'fill="#777">{tick}</text>')
-        for i, judge in enumerate(report.judges):
-            parts.extend(_judge_row(judge, dimension, y + 30 + extra + ROW_H * i))
-        y += panel_h
-    for judge in report.judges:
-        parts.append(f'<text x="6" y="{y + 14}">{escape(judge.judge[:40])}: Wgt. Score '
-                     f"{_fmt(judge.weighted_score.value, 3)}, CuBE score {_fmt(judge.cube_score.value, 3)}</text>")
-        y += 20
-    parts.append(f'<text x="6" y="{y + 14}" font-weight="bold">CuBE score mean ± sd across judges: '
-                 f"{escape(_spread(report.cube_score_spread))}</text>")
-    parts.append("</svg>")
     return "".join(parts)

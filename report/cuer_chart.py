@@ -3,7 +3,9 @@ when it is removed, replaced by a distractor or duplicated, with the change in F
 
 A pure function from diagnostics to SVG text (no plotting library, labels escaped, no `style` attribute).
 A bar left of zero means the answer got worse under the perturbation: under `remove` the system depended on
-the chunk. A missing delta is written "n/a", never drawn as zero.
+the chunk. A missing delta is written "n/a", never drawn as zero. The closed-book control (the question alone: every
+chunk removed), when given, is a line under the counts and a first row whose bar, in the remove column, is its
+mean change against the normal answers.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from html import escape
 
 from ragcourt.schema import ConditionKind, PerturbationEffect, SampleDiagnostics
-from ragcourt.tables import CuerCount, cuer_counts, cuer_totals
+from ragcourt.tables import ClosedBookControl, CuerCount, cuer_counts, cuer_totals
 
 KINDS = (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
 WIDTH = 720
@@ -56,13 +58,36 @@ def _n(values: Sequence[float | None]) -> int:
     return sum(v is not None for v in values)
 
 
+def _closed_book_row(control: ClosedBookControl, y: float) -> list[str]:
+    delta = _mean([e.d_soft_correct for _, e in control.effects])
+    f1 = _mean([e.d_f1 for _, e in control.effects])
+    label = f"closed book (all chunks removed), n={control.n}"
+    parts = [f'<text x="6" y="{y + 2}" font-style="italic">{escape(label)}</text>']
+    zero = LABEL_W + CELL_W / 2
+    parts.append(f'<line x1="{zero:.1f}" y1="{y - 9:.1f}" x2="{zero:.1f}" y2="{y + 5:.1f}" stroke="#bbb"/>')
+    if delta is None:
+        parts.append(f'<text x="{zero + 4:.1f}" y="{y + 2:.1f}" fill="#a33">n/a</text>')
+    elif delta != 0:
+        left, right = sorted((zero, zero + delta * BAR_HALF))
+        parts.append(f'<rect x="{left:.1f}" y="{y - 8:.1f}" width="{right - left:.1f}" height="12" '
+                     f'fill="{WORSE if delta < 0 else BETTER}"/>')
+    else:
+        parts.append(f'<rect x="{zero - 1:.1f}" y="{y - 8:.1f}" width="2" height="12" fill="#333"/>')
+    soft = "" if control.soft_closed is None or control.soft_normal is None else (
+        f" (closed {control.soft_closed:.2f} vs normal {control.soft_normal:.2f})")
+    parts.append(f'<text x="{LABEL_W + 6}" y="{y + 17:.1f}" font-size="10" fill="#555">'
+                 f"{escape(f'mean soft {_fmt(delta)}{soft} F1 {_fmt(f1)}')}</text>")
+    return parts
+
+
 def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE-R per-chunk utility",
-                     max_rows: int = 80, *, counts: Sequence[CuerCount] | None = None) -> str:
+                     max_rows: int = 80, *, counts: Sequence[CuerCount] | None = None,
+                     closed_book: ClosedBookControl | None = None) -> str:
     """One row per (sample, perturbed chunk); one cell per perturbation kind with the soft-correctness delta
     (perturbed - normal) as a bar on [-1, 1]. Under the title the counts behind the chart (tables.cuer_totals:
     counts from tables.cuer_counts with the run's answers and retrievals; without them, from the diagnostics
     alone, the answers not produced are "not counted"), then a line per kind with the gold / non-gold means
-    and their n."""
+    and their n. closed_book (tables.cuer_closed_book): its line (or why there is none) and its row."""
     counts = cuer_counts(diagnostics) if counts is None else counts
     by_kind = {c.kind: c for c in counts}
     caption = cuer_totals(counts)
@@ -76,9 +101,11 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
             rows.setdefault(key, {})[effect.condition.kind] = effect
             titles[key] = (effect.chunk_title, effect.chunk_is_gold)
     shown = list(rows)[:max_rows]
-    lines = len(caption) + len(KINDS)
+    control_lines = [] if closed_book is None else [closed_book.note()]
+    control_rows = 1 if closed_book is not None and closed_book.effects else 0
+    lines = len(caption) + len(KINDS) + len(control_lines)
     header_h = 58 + 16 * lines
-    height = header_h + ROW_H * len(shown) + (24 if len(rows) > len(shown) else 8)
+    height = header_h + ROW_H * (len(shown) + control_rows) + (24 if len(rows) > len(shown) else 8)
     all_effects = [e for cells in rows.values() for e in cells.values()]
     kind_lines = []
     for kind in KINDS:
@@ -90,6 +117,7 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
         unavailable = "" if found is None or not found.unavailable else f" · unavailable {found.unavailable}"
         kind_lines.append(f"{kind}: mean soft change gold {_fmt(_mean(gold))} (n={_n(gold)}), non-gold "
                           f"{_fmt(_mean(other))} (n={_n(other)}); {len(of_kind)} chunks{failed}{unavailable}")
+    kind_lines += control_lines
     width = max([WIDTH, *(int(len(line) * 6.6) + 12 for line in (*caption, *kind_lines))])
     parts = [
         (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}" '
@@ -104,7 +132,9 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
     for i, kind in enumerate(KINDS):
         parts.append(f'<text x="{LABEL_W + CELL_W * i + CELL_W / 2:.1f}" y="{header_h - 4}" text-anchor="middle" '
                      f'font-weight="bold">{kind}</text>')
-    for r, key in enumerate(shown):
+    if control_rows:
+        parts.extend(_closed_book_row(closed_book, header_h + 16))
+    for r, key in enumerate(shown, start=control_rows):
         y = header_h + 16 + ROW_H * r
         chunk_title, is_gold = titles[key]
         mark = {True: " (gold)", False: "", None: " (gold?)"}[is_gold]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,12 +88,31 @@ def frame_rows(frame: pd.DataFrame, limit: int) -> list[list[str]]:
             for row in frame.head(limit).itertuples(index=False)]
 
 
+def shown_columns(frame: pd.DataFrame, hidden: Sequence[str] = ()) -> list[str]:
+    """The columns a page shows: the frame's, less those kept for the exports only."""
+    return [str(c) for c in frame.columns if c not in hidden]
+
+
+def noted_rows(frame: pd.DataFrame, limit: int, cells: Sequence[Mapping[str, int]] = (),
+               hidden: Sequence[str] = ()) -> list[list[tuple[str, int | None]]]:
+    """`frame_rows` of the shown columns, each cell with the number of the note saying why it is n/a (cells:
+    per row, column -> note number; None: no note)."""
+    shown = [i for i, c in enumerate(frame.columns) if c not in hidden]
+    columns = [frame.columns[i] for i in shown]
+    out = []
+    for position, row in enumerate(frame_rows(frame, limit)):
+        notes = cells[position] if position < len(cells) else {}
+        out.append([(row[i], notes.get(column)) for i, column in zip(shown, columns, strict=True)])
+    return out
+
+
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = num
     env.globals.update(verdict_text=verdict_text, decision_text=decision_text, target_label=target_label,
-                       frame_rows=frame_rows, page_rows=PAGE_ROWS)
+                       frame_rows=frame_rows, page_rows=PAGE_ROWS,
+                       shown_columns=shown_columns, noted_rows=noted_rows)
     return env
 
 

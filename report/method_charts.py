@@ -1,6 +1,7 @@
 """The method charts a run writes next to its diagnostics: cube_bounds.svg (CuBE) and cuer_utility.svg
 (CUE-R), when the run used the method and has what the chart needs; each with the counts behind it, as the
-HTML report draws it."""
+HTML report draws it (the CuBE chart lists the reasons of its n/a figures itself; the CUE-R chart has the
+closed-book control)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from ragcourt.config import EvalConfig, Method
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
 from ragcourt.stores.records import RecordStore
-from ragcourt.tables import Unavailable, cube_table_counted, cuer_counts
+from ragcourt.tables import (
+    Unavailable,
+    cube_inputs,
+    cube_of_inputs,
+    cube_rule_based_note,
+    cuer_closed_book_of_run,
+    cuer_counts,
+)
 
 CUBE_CHART = "cube_bounds.svg"
 CUER_CHART = "cuer_utility.svg"
@@ -22,12 +30,14 @@ def write_method_charts(store: RecordStore, run_id: str, config: EvalConfig, run
     run_dir.mkdir(parents=True, exist_ok=True)
     if Method.CUBE in config.methods:
         path = run_dir / CUBE_CHART
-        found = cube_table_counted(store, run_id, config)
-        if isinstance(found, Unavailable):
-            out[path] = found.reason
+        inputs = cube_inputs(store, run_id, config)
+        if isinstance(inputs, Unavailable):
+            out[path] = inputs.reason
         else:
-            report, counts = found
-            path.write_text(cube_bounds_svg(report, counts=counts), encoding="utf-8")
+            report = cube_of_inputs(inputs, config)
+            warning = cube_rule_based_note(config, [j.judge for j in report.judges])
+            path.write_text(cube_bounds_svg(report, counts=inputs.counts, warning=warning, ranks=inputs.ranks,
+                                            top_k=config.top_k), encoding="utf-8")
             out[path] = None
     if Method.CUER in config.methods:
         path = run_dir / CUER_CHART
@@ -35,7 +45,9 @@ def write_method_charts(store: RecordStore, run_id: str, config: EvalConfig, run
         if not any(d.perturbations for d in diagnostics):
             out[path] = "no perturbed answers in this run"
         else:
-            counts = cuer_counts(diagnostics, store.get_answers(run_id), store.get_retrievals(run_id))
-            path.write_text(cuer_utility_svg(diagnostics, counts=counts), encoding="utf-8")
+            answers, retrievals = store.get_answers(run_id), store.get_retrievals(run_id)
+            counts = cuer_counts(diagnostics, answers, retrievals)
+            closed_book = cuer_closed_book_of_run(store, run_id, answers, retrievals)
+            path.write_text(cuer_utility_svg(diagnostics, counts=counts, closed_book=closed_book), encoding="utf-8")
             out[path] = None
     return out

@@ -12,6 +12,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ragcourt.config import Method
+from ragcourt.metrics.cube import RANK_SCORE_IS
 from ragcourt.metrics.values import MetricName
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
@@ -29,14 +30,25 @@ from ragcourt.schema import SampleDiagnostics
 from ragcourt.stores.records import RecordStore
 from ragcourt.summary import MetricRow
 from ragcourt.tables import (
+    CLOSED_BOOK_ROW,
+    SPREAD,
+    NaNotes,
+    NotedFrame,
     Unavailable,
-    cube_bounds_frame,
+    cube_bounds_noted_frame,
     cube_counts_frame,
-    cube_frame,
-    cube_table_counted,
+    cube_inputs,
+    cube_noted_frame,
+    cube_of_inputs,
+    cube_r_at_k_reason,
+    cube_retrieved_only_noted,
+    cube_rule_based_note,
+    cube_spread_reasons,
+    cuer_closed_book_of_run,
     cuer_counts,
     cuer_frame,
     cuer_totals,
+    fixed_weights,
 )
 
 QCARE_METRICS = (MetricName.C_PRECISION, MetricName.C_NDCG, MetricName.COMPLETENESS, MetricName.CONCISENESS,
@@ -51,6 +63,14 @@ class NamedTable:
     name: str  # file-name safe: exports are <name>.csv / <name>.parquet
     title: str
     frame: pd.DataFrame
+    # per row: column -> number of the section's n/a note (Section.na_notes) that says why the cell is n/a
+    cells: tuple[dict[str, int], ...] = ()
+    hidden: tuple[str, ...] = ()  # exported columns the page does not show (the reasons: its notes say them)
+
+    @classmethod
+    def noted(cls, name: str, title: str, noted: NotedFrame) -> NamedTable:
+        """A table whose n/a cells point to numbered notes; its export holds the reasons (na_reason column)."""
+        return cls(name, title, noted.with_reasons(), cells=noted.cells, hidden=("na_reason",))
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,8 @@ class Section:
     notes: tuple[str, ...] = ()
     tables: tuple[NamedTable, ...] = ()
     charts: tuple[Markup, ...] = field(default=())
+    warnings: tuple[str, ...] = ()  # shown first and highlighted: what makes the figures meaningless
+    na_notes: tuple[str, ...] = ()  # numbered reasons of the n/a figures: "n/a [k]" in a table or chart is note k
 
 
 def _base(name: str) -> str:
@@ -145,31 +167,59 @@ CUBE_TABLE_LEGEND = ("counts: checks = dimension-score checks · scored = verdic
                      "score still counts (CuBE averages the judges' scores, not the jury's decision)")
 
 
+def _with_note(text: str, note: int | None) -> str:
+    return text if note is None else f"{text} [{note}]"
+
+
 def cube_section(store: RecordStore, data: ReportData) -> Section:
-    found = cube_table_counted(store, data.run.run_id, data.config)
-    if isinstance(found, Unavailable):
-        return Section("cube", "CuBE", notes=(f"n/a: {found.reason}",))
-    report, counts = found
-    r_at_k = report.r_at_k.value
-    spread = report.cube_score_spread
+    """CuBE's Table 4, weighted totals, retrieved-only analysis (seed 000, 5.3) and counts, with the bounds chart.
+    Every n/a cell or figure is followed by the number of its reason ("n/a [k]"), listed under the section."""
+    config = data.config
+    inputs = cube_inputs(store, data.run.run_id, config)
+    if isinstance(inputs, Unavailable):
+        return Section("cube", "CuBE", notes=(f"n/a: {inputs.reason}",))
+    report, counts = cube_of_inputs(inputs, config), inputs.counts
+    where = {"ranks": inputs.ranks, "top_k": config.top_k}
+    na = NaNotes()
+    table4 = cube_noted_frame(report, counts, na, **where)
+    bounds = cube_bounds_noted_frame(report, counts, na, **where)
+    retrieved = cube_retrieved_only_noted(inputs, config.top_k, na)
+    rule_based = cube_rule_based_note(config, [j.judge for j in report.judges])
+    chart = cube_bounds_svg(report, counts=counts, notes=na, warning=rule_based, **where)
+    r_at_k, spread = report.r_at_k.value, report.cube_score_spread
+    r_at_k_reason, spread_reason = cube_r_at_k_reason(report), cube_spread_reasons(report).get("cube_score")
+    r_at_k_text = _with_note("n/a" if r_at_k is None else f"{r_at_k:.2%}",
+                             None if r_at_k_reason is None else na.ref(r_at_k_reason, "", "R@k"))
+    spread_text = ("n/a" if spread.mean is None else f"{spread.mean:.3f}") + (
+        "" if spread.mean is None or spread.sd is None else f" ± {spread.sd:.3f}")
+    spread_text = _with_note(spread_text, None if spread_reason is None else na.ref(spread_reason, SPREAD,
+                                                                                     "cube_score"))
+    weights = ("weights: fixed, from the config's dimensions" if fixed_weights(config) else
+               "weights: automatic, |Pearson r| of each dimension's RAG scores with the rank score, normalized to "
+               f"sum 1 (seed 000, 5.3); {RANK_SCORE_IS}")
     every = counts.count()
     notes = (
         "normalized = (RAG - closed_book) / (oracle - closed_book); CuBE score = normalized weighted total x R@k",
-        (f"R@k = {'n/a' if r_at_k is None else f'{r_at_k:.2%}'}; CuBE score across judges: "
-         f"{'n/a' if spread.mean is None else f'{spread.mean:.3f}'}"
-         f"{'' if spread.sd is None else f' ± {spread.sd:.3f}'}"),
+        weights,
+        f"R@k = {r_at_k_text}; CuBE score across judges: {spread_text}",
         f"{counts.n_samples} samples x {len(counts.judges)} judges; every answer set: {every.note()}",
         CUBE_TABLE_LEGEND,
+        *(("n/a [k]: the reason is note k at the end of this section",) if na.texts else ()),
     )
     return Section("cube", "CuBE: between no retrieval and perfect retrieval", notes=notes,
-                   tables=(NamedTable("cube_table4", "CuBE (seed 000, Table 4), with the checks and verdicts behind "
-                                      "each judge's row", cube_frame(report, counts)),
-                           NamedTable("cube_bounds", "Weighted totals per answer set, with the checks and verdicts "
-                                      "behind them", cube_bounds_frame(report, counts)),
+                   warnings=() if rule_based is None else (rule_based,),
+                   tables=(NamedTable.noted("cube_table4", "CuBE (seed 000, Table 4), with the checks and verdicts "
+                                            "behind each judge's row", table4),
+                           NamedTable.noted("cube_bounds", "Weighted totals per answer set, with the checks and "
+                                            "verdicts behind them", bounds),
+                           NamedTable.noted("cube_retrieved_only", "CuBE retrieved-only analysis (seed 000, 5.3): "
+                                            "correlation r of the RAG scores with the rank score over all samples "
+                                            "and over the samples whose gold document was retrieved, with the "
+                                            "mean and sd of those", retrieved),
                            NamedTable("cube_counts", "CuBE checks and verdicts per answer set and dimension",
                                       cube_counts_frame(counts))),
                    # the chart escapes its own labels
-                   charts=(Markup(cube_bounds_svg(report, counts=counts)),))
+                   charts=(Markup(chart),), na_notes=tuple(na.entries()))
 
 
 def cuer_section(store: RecordStore, data: ReportData) -> Section:
@@ -178,20 +228,27 @@ def cuer_section(store: RecordStore, data: ReportData) -> Section:
     run's answers and retrievals are read for that: the diagnostics do not keep them)."""
     run_id = data.run.run_id
     diagnostics = _diagnostics(data)
-    answers = store.get_answers(run_id)
-    counts = cuer_counts(diagnostics, answers, store.get_retrievals(run_id))
+    answers, retrievals = store.get_answers(run_id), store.get_retrievals(run_id)
+    counts = cuer_counts(diagnostics, answers, retrievals)
     totals = cuer_totals(counts)
-    frame = cuer_frame(diagnostics, answers)
-    if frame.empty:
-        return Section("cuer", "CUE-R", notes=("n/a: no perturbed answers in this run", *(totals[1:] if counts else ())))
+    closed_book = cuer_closed_book_of_run(store, run_id, answers, retrievals)
+    frame = cuer_frame(diagnostics, answers, closed_book)
+    if not any(d.perturbations for d in diagnostics):
+        return Section("cuer", "CUE-R", notes=("n/a: no perturbed answers in this run",
+                                               *(totals[1:] if counts else ()), closed_book.note()),
+                       tables=() if frame.empty else (
+                           NamedTable("cuer_effects", "CUE-R closed-book control", frame),))
+    control = (f"the last row, {' / '.join(CLOSED_BOOK_ROW)}, is the closed-book control: the question alone "
+               "against the normal answer, one row per sample" if closed_book.effects else None)
     return Section(
         "cuer", "CUE-R: what each retrieved chunk is worth",
         notes=("mean change perturbed - normal; trace divergence is the Jaccard distance of the used-chunk sets",
-               *totals,
+               *totals, closed_book.note(),
                "rows: perturbed answers · n_<change>: rows with that change (each mean is over them) · failed: "
-               "rows whose perturbed answer is unscored (no change)"),
+               "rows whose perturbed answer is unscored (no change)", *((control,) if control else ())),
         tables=(NamedTable("cuer_effects", f"CUE-R perturbation effects: {totals[0]}", frame),),
-        charts=(Markup(cuer_utility_svg(diagnostics, counts=counts)),),  # the chart escapes its own labels
+        # the chart escapes its own labels
+        charts=(Markup(cuer_utility_svg(diagnostics, counts=counts, closed_book=closed_book)),),
     )
 
 

@@ -45,13 +45,18 @@ def test_markers_sit_at_the_trimmed_means_and_labels_are_escaped() -> None:
     squares = [float(r.get("x")) for r in root.iter(f"{NS}rect")]
     assert squares[1:] == [round(score_x(v) - 5, 1) for v in (4, 10, 10, 10)]  # oracle markers
     notes = [texts[i + 1] for i, t in enumerate(texts) if t.startswith(f"{EVIL} (w")]
-    assert notes == ["n/a: degenerate bounds: oracle 4 <= closed book 4", "normalized 0.500"]
+    assert notes == ["normalized n/a [2]: degenerate bounds", "normalized 0.500"]
+    # the chart lists the reason of every n/a it shows, numbered, at its bottom (wrapped)
+    listed = " ".join(t.strip() for t in texts[texts.index("normalized 0.500"):])
+    assert (f"[2] {EVIL}: quality n/a: degenerate bounds: oracle 4 <= closed book 4: the judge does not score the "
+            "gold-document answers above the no-context ones") in listed
+    assert "[1] mean ± sd across judges: quality n/a: an sd needs at least 2 judges with a quality; 1 has one" in listed
+    assert "normalized mean ± sd across judges: 0.500 ± n/a [1]" in texts
     # the degenerate bound line is drawn red
     assert [line.get("stroke") for line in root.iter(f"{NS}line") if line.get("stroke-width") == "3"] == [
         "#a33", "#bbbbbb", "#bbbbbb", "#bbbbbb"]
     # spreads: relevance normalized 0.5 and 0.5 -> 0.500 ± 0.000; quality only j2 (0.5) -> sd n/a
     assert "normalized mean ± sd across judges: 0.500 ± 0.000" in texts
-    assert "normalized mean ± sd across judges: 0.500 ± n/a" in texts
     # Wgt. Score: j1 totals closed 3, rag 7, oracle 7 -> 4/4 = 1; j2 0, 5, 10 -> 0.5; CuBE x 0.8
     assert f"{EVIL}: Wgt. Score 1.000, CuBE score 0.800" in texts
     assert "j2: Wgt. Score 0.500, CuBE score 0.400" in texts

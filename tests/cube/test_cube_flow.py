@@ -63,12 +63,16 @@ from ragcourt.tables import (
     cube_frame_with_spread,
     cube_inputs,
     cube_retrieved_only_frame,
+    cube_retrieved_only_table,
     cube_table,
     cube_table_counted,
     cube_warnings,
 )
 
 CB, RAG, ORC = ConditionKind.CLOSED_BOOK, ConditionKind.NORMAL, ConditionKind.ORACLE
+DEGENERATE = ("degenerate bounds: oracle 10 <= closed book 10: the judge does not score the gold-document answers "
+              "above the no-context ones, so there is no scale to place RAG on (check the oracle answers and the "
+              "judge's rubric, or use another judge)")
 IDS = ("s1", "s2", "s3", "s4", "s5")
 GOLD_RANK = {"s1": 1, "s2": 2, "s3": 3, "s4": 0, "s5": 0}
 
@@ -204,7 +208,7 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
     assert (closed_relevance.value, closed_relevance.n, closed_relevance.n_unscored) == (0.0, 4, 1)
     assert j2.normalized_dimensions["relevance"].value == pytest.approx(0.6)
     quality = j2.normalized_dimensions["quality"]
-    assert quality.value is None and quality.na_reason == "degenerate bounds: oracle 10 <= closed book 10"
+    assert quality.value is None and quality.na_reason == DEGENERATE
     assert j2.weighted_score.value == pytest.approx(WGT_J2)
     assert j2.cube_score.value == pytest.approx(0.6 * WGT_J2)
 
@@ -222,7 +226,9 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
     assert frame.iloc[2]["quality"] == "0.667 ± n/a"
     assert frame.iloc[2]["cube_score"] == (f"{0.3 * (WGT_J1 + WGT_J2):.3f} ± "
                                            f"{0.6 * abs(WGT_J1 - WGT_J2) / math.sqrt(2):.3f}")
-    assert cube_warnings(report) == ["j2: quality n/a: degenerate bounds: oracle 10 <= closed book 10"]
+    assert cube_warnings(report) == [f"j2: quality n/a: {DEGENERATE}",
+                                     "mean ± sd across judges: quality n/a: an sd needs at least 2 judges with a "
+                                     "quality; 1 has one (add a judge, or see the notes of the others)"]
     retrieved = cube_retrieved_only_frame(store, "cube-run", cfg)
     rows = {(r.judge, r.dimension): r for r in retrieved.itertuples(index=False)}
     relevance = rows[("j1", "relevance")]
@@ -232,6 +238,13 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
     assert quality_row.r_all == pytest.approx(R_Q)
     assert math.isnan(quality_row.r_retrieved)  # n/a: constant scores on retrieved samples
     assert (quality_row.mean_retrieved, quality_row.sd_retrieved) == (8.0, 0.0)
+    # with its reason: the judges gave the three retrieved samples the same quality score
+    noted = cube_retrieved_only_table(store, "cube-run", cfg)
+    assert noted.lines() == [
+        "[1] j1: quality r_retrieved; j2: quality r_retrieved n/a: a correlation needs variation: the RAG score is "
+        "constant (the same for all 3 samples) among the samples whose gold document was retrieved; the judge gave "
+        "every sample the same score: nothing to correlate (rule-based judges and coarse rubrics do this)"]
+    assert noted.marked().iloc[1]["r_retrieved"] == "n/a [1]"
 
     # The checks and verdicts behind the figures: j2's bad reply is unscored; the escalated checks are those
     # whose two scores differ by more than 3: closed quality (4 vs 10) on every sample, oracle relevance on s5.

@@ -32,7 +32,7 @@ from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import Generation
-from ragcourt.tables import cuer_counts, cuer_frame, cuer_totals
+from ragcourt.tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
 
 FRANCE = Chunk(id="g1", text="Paris is the capital of France.", title="France", rank=1)
 BANANA = Chunk(id="d1", text="Bananas are yellow.", title="Banana", rank=2)
@@ -156,8 +156,8 @@ async def test_the_utility_chart_draws_the_flip_and_is_written_to_the_run_direct
     assert "duplicate: mean soft change gold +0.00 (n=2), non-gold +0.00 (n=2); 4 chunks" in texts
     # from the diagnostics alone: the n of the chart, no judged checks; failed / unavailable answers not read
     assert texts[2] == cuer_totals(cuer_counts(diagnostics))[0] == (
-        "n=12 perturbed answers (12 with a soft-correctness change); no judged checks: unscored/escalated checks "
-        "do not apply")
+        "n=12 perturbed answers (12 with a soft-correctness value to compare with the normal answer, 4 of them "
+        "changed); no judged checks: unscored/escalated checks do not apply")
     assert texts[3].startswith("not produced: failed not counted")
     bars = [r for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.get("fill") == "#a04a6a"]
     assert len(bars) == 4 and {float(b.get("width")) for b in bars} == {float(BAR_HALF)}  # gold remove/replace
@@ -168,3 +168,26 @@ async def test_the_utility_chart_draws_the_flip_and_is_written_to_the_run_direct
     chart = (tmp_path / "charts" / CUER_CHART).read_text()
     assert chart.startswith("<svg")  # with the run's answers read: none failed or unavailable
     assert "not produced: failed 0 (the system&#x27;s answer is unscored: no change) · unavailable 0" in chart
+
+
+async def test_the_closed_book_control_is_a_row_of_the_table_and_the_chart(store: RecordStore, tmp_path: Path) -> None:
+    """Seed 004's zero-retrieval control: the question alone gives "I don't know" (confidence 0.2, no chunk used)
+    where the normal answers were right (confidence 0.9, citing the gold chunk): soft correctness and F1 1 -> 0,
+    confidence -0.7, trace divergence 1 for both samples."""
+    config = await run(store, tmp_path)
+    control = cuer_closed_book_of_run(store, "cuer-run")
+    assert (control.n, control.n_soft, control.reason) == (2, 2, None)
+    assert (control.soft_closed, control.soft_normal, control.f1_closed, control.f1_normal) == (0.0, 1.0, 0.0, 1.0)
+    assert control.note() == ("closed-book control (seed 004: the question alone, no context), n=2 samples (2 with "
+                              "both answers scored): soft correctness 0.000 vs normal 1.000 (change -1.000); F1 "
+                              "0.000 vs normal 1.000 (change -1.000)")
+    frame = cuer_frame(store.get_diagnostics("cuer-run"), closed_book=control)
+    last = frame.iloc[-1]
+    assert (last.perturbation, last.chunk, last.rows) == ("closed_book", "none (no context)", 2)
+    assert rounded(last.d_soft_correct, last.d_f1, last.d_confidence, last.trace_divergence) == (-1.0, -1.0, -0.7, 1.0)
+    assert len(frame) == 7  # the six perturbation cells first, as before
+    write_method_charts(store, "cuer-run", config, tmp_path / "charts")
+    root = ET.fromstring((tmp_path / "charts" / CUER_CHART).read_text())
+    texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert control.note() in texts and "closed book (all chunks removed), n=2" in texts
+    assert "mean soft -1.00 (closed 0.00 vs normal 1.00) F1 -1.00" in texts

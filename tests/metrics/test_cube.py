@@ -202,6 +202,24 @@ def test_auto_weights_degenerate_is_na():
     assert weights.weights is None and "no dimension correlates" in weights.na_reason
 
 
+def test_na_reasons_name_the_variables_and_say_what_to_do():
+    """The reasons a user reads: which side is constant, what the rank score is, and that fixed weights avoid it."""
+    labels = ("the RAG score", "the rank score")
+    assert pearson([8], [5], labels=labels).na_reason == (
+        "a correlation needs at least 2 samples (and variation): 1 sample(s) with both the RAG score and the rank "
+        "score")
+    assert pearson([2, 5, 1], [6, 6, 6], labels=labels).na_reason == (
+        "a correlation needs variation: the rank score is constant (the same for all 3 samples)")
+    weights = auto_weights({"relevance": [2, 5, 1], "quality": [2, 5, 1]}, [6, 6, 6])
+    assert weights.na_reason == (
+        "no dimension correlates with the rank score (rank score = top_n + 2 - rank of the gold document in the "
+        "normal retrieval, 0 when it was not retrieved; top_n is the config's top_k): relevance, quality: a "
+        "correlation needs variation: the rank score is constant (the same for all 3 samples); automatic weights are "
+        "undefined, so give every dimension a fixed numeric weight (weight: 1 in the config's dimensions weighs them "
+        "equally)")
+    assert "give at least one dimension a weight above 0" in user_weights({"a": 0.0}).na_reason
+
+
 def test_auto_weights_use_absolute_correlation():
     weights = auto_weights({"up": [1, 2, 3], "down": [3, 2, 1], "flat": [2, 2, 2]}, [0, 8, 9])
     assert weights.weights["up"] == pytest.approx(0.5)

@@ -225,8 +225,8 @@ def test_cube_tables_state_the_counts(cube):
 def test_cuer_chart_and_table_say_no_check_was_judged_and_count_the_missing_answers(cuer):
     section, html = cuer
     page = _section(html, "cuer")
-    n_line = ("n=5 perturbed answers (4 with a soft-correctness change); no judged checks: unscored/escalated "
-              "checks do not apply")
+    n_line = ("n=5 perturbed answers (4 with a soft-correctness value to compare with the normal answer, 1 of them "
+              "changed); no judged checks: unscored/escalated checks do not apply")
     missing = ("not produced: failed 1 (the system's answer is unscored: no change) · unavailable 1 (the system "
                "could not answer the condition)")
     uncompared = "not compared: 1 perturbed answers without a normal answer"
@@ -243,4 +243,7 @@ def test_cuer_chart_and_table_say_no_check_was_judged_and_count_the_missing_answ
     assert cells[("replace", "gold")] == ["n/a", "n/a", "n/a", "n/a", "1", "0", "0", "0", "0", "1"]
     # escaped: the chunk title with markup
     assert GOLD not in page and "q1 · Gold &lt;x&gt; (gold)" in page
-    assert section.tables[0].frame["rows"].sum() == 5
+    assert section.tables[0].frame["rows"].sum() == 5  # no closed-book row: the run has no closed-book answer
+    not_run = ("closed-book control (seed 004: the question alone, no context): not run (add closed_book to the "
+               "config's conditions, e.g. conditions: [normal, closed_book]; --method cuer adds it to a new run)")
+    assert not_run in _notes(page) and not_run in texts
