@@ -24,9 +24,20 @@ from ragcourt.commands.output import (
     progress,
 )
 from ragcourt.config import Batching, ConfigError, EvalConfig, JudgeSpec, Method, ReviewMode, load_config
+from ragcourt.cube_tables import (
+    Unavailable,
+    cube_inputs,
+    cube_noted_frame,
+    cube_of_inputs,
+    cube_r_at_k_reason,
+    cube_retrieved_only_noted,
+    cube_rule_based_note,
+)
+from ragcourt.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
 from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_corpus, load_hotpotqa, load_samples
 from ragcourt.llm.local import LocalModelError, check_local_runtime
 from ragcourt.llm.spec import ModelSpec
+from ragcourt.na_notes import NaNotes
 from ragcourt.report.method_charts import write_method_charts
 from ragcourt.rescore import rescore_run
 from ragcourt.runner import RunLockedError, Runner
@@ -45,20 +56,6 @@ from ragcourt.schema import (
 from ragcourt.stores.records import RecordStore
 from ragcourt.summary import RunSummary, summarize
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
-from ragcourt.tables import (
-    NaNotes,
-    Unavailable,
-    cube_inputs,
-    cube_noted_frame,
-    cube_of_inputs,
-    cube_r_at_k_reason,
-    cube_retrieved_only_noted,
-    cube_rule_based_note,
-    cuer_closed_book_of_run,
-    cuer_counts,
-    cuer_frame,
-    cuer_totals,
-)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")

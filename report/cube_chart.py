@@ -15,8 +15,9 @@ import textwrap
 from collections.abc import Sequence
 from html import escape
 
+from ragcourt.cube_tables import SPREAD, CubeCounts, cube_r_at_k_reason, cube_reasons, cube_spread_reasons
 from ragcourt.metrics.cube import AnswerSet, CubeReport, JudgeCube, Spread
-from ragcourt.tables import SPREAD, CubeCounts, NaNotes, cube_r_at_k_reason, cube_reasons, cube_spread_reasons
+from ragcourt.na_notes import NaNotes
 
 WIDTH = 640
 LABEL_W = 170  # judge label column
@@ -105,8 +106,8 @@ def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension"
     """One panel per dimension, one row per judge: closed book (hollow circle), RAG (filled circle), oracle
     (hollow square) trimmed means on 0-10; then each judge's Wgt. Score and CuBE score and the spread.
 
-    counts (tables.cube_table_counted): under the legend the checks and verdicts behind each answer set, and in
-    each panel those of its dimension; the chart widens to fit them. Every n/a is followed by the number of its
+    counts (the `counts` of cube_tables.cube_inputs): under the legend the checks and verdicts behind each answer
+    set, and in each panel those of its dimension; the chart widens to fit them. Every n/a is followed by the number of its
     reason: in notes when given (the caller lists them, e.g. below the chart on the page), else in the chart's
     own notes at its bottom. ranks and top_k (the run's) name the rank score in the weights' reason. warning:
     a line on top in red (e.g. that the judges are rule-based)."""

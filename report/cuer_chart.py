@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from ragcourt.cuer_tables import ClosedBookControl, CuerCount, cuer_counts, cuer_totals
 from ragcourt.schema import ConditionKind, PerturbationEffect, SampleDiagnostics
-from ragcourt.tables import ClosedBookControl, CuerCount, cuer_counts, cuer_totals
 
 KINDS = (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
 WIDTH = 720
@@ -84,10 +84,11 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
                      max_rows: int = 80, *, counts: Sequence[CuerCount] | None = None,
                      closed_book: ClosedBookControl | None = None) -> str:
     """One row per (sample, perturbed chunk); one cell per perturbation kind with the soft-correctness delta
-    (perturbed - normal) as a bar on [-1, 1]. Under the title the counts behind the chart (tables.cuer_totals:
-    counts from tables.cuer_counts with the run's answers and retrievals; without them, from the diagnostics
-    alone, the answers not produced are "not counted"), then a line per kind with the gold / non-gold means
-    and their n. closed_book (tables.cuer_closed_book): its line (or why there is none) and its row."""
+    (perturbed - normal) as a bar on [-1, 1]. Under the title the counts behind the chart
+    (cuer_tables.cuer_totals: counts from cuer_tables.cuer_counts with the run's answers and retrievals; without
+    them, from the diagnostics alone, the answers not produced are "not counted"), then a line per kind with the
+    gold / non-gold means and their n. closed_book (cuer_tables.cuer_closed_book): its line (or why there is
+    none) and its row."""
     counts = cuer_counts(diagnostics) if counts is None else counts
     by_kind = {c.kind: c for c in counts}
     caption = cuer_totals(counts)

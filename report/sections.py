@@ -12,8 +12,30 @@ import pandas as pd
 from markupsafe import Markup
 
 from ragcourt.config import Method
+from ragcourt.cube_tables import (
+    SPREAD,
+    Unavailable,
+    cube_bounds_noted_frame,
+    cube_counts_frame,
+    cube_inputs,
+    cube_noted_frame,
+    cube_of_inputs,
+    cube_r_at_k_reason,
+    cube_retrieved_only_noted,
+    cube_rule_based_note,
+    cube_spread_reasons,
+    fixed_weights,
+)
+from ragcourt.cuer_tables import (
+    CLOSED_BOOK_ROW,
+    cuer_closed_book_of_run,
+    cuer_counts,
+    cuer_frame,
+    cuer_totals,
+)
 from ragcourt.metrics.cube import RANK_SCORE_IS
 from ragcourt.metrics.values import MetricName
+from ragcourt.na_notes import NaNotes, NotedFrame
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
 from ragcourt.report.data import ReportData
@@ -29,27 +51,6 @@ from ragcourt.report.svg import Bar, bar_chart
 from ragcourt.schema import SampleDiagnostics
 from ragcourt.stores.records import RecordStore
 from ragcourt.summary import MetricRow
-from ragcourt.tables import (
-    CLOSED_BOOK_ROW,
-    SPREAD,
-    NaNotes,
-    NotedFrame,
-    Unavailable,
-    cube_bounds_noted_frame,
-    cube_counts_frame,
-    cube_inputs,
-    cube_noted_frame,
-    cube_of_inputs,
-    cube_r_at_k_reason,
-    cube_retrieved_only_noted,
-    cube_rule_based_note,
-    cube_spread_reasons,
-    cuer_closed_book_of_run,
-    cuer_counts,
-    cuer_frame,
-    cuer_totals,
-    fixed_weights,
-)
 
 QCARE_METRICS = (MetricName.C_PRECISION, MetricName.C_NDCG, MetricName.COMPLETENESS, MetricName.CONCISENESS,
                  MetricName.VERIFIABLENESS)

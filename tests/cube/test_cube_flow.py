@@ -37,6 +37,15 @@ from pathlib import Path
 import pytest
 
 from ragcourt.config import DimensionSpec, EvalConfig, JudgeSpec, Method
+from ragcourt.cube_tables import (
+    CubeCount,
+    CubeInputs,
+    Unavailable,
+    cube_inputs,
+    cube_noted_frame,
+    cube_of_inputs,
+    cube_retrieved_only_noted,
+)
 from ragcourt.decomposers import SentenceDecomposer
 from ragcourt.metrics.cube import AnswerSet
 from ragcourt.report.cube_chart import cube_bounds_svg
@@ -56,18 +65,6 @@ from ragcourt.schema import (
 from ragcourt.state import EvalContext
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Generation, Precomputed
-from ragcourt.tables import (
-    CubeCount,
-    CubeInputs,
-    Unavailable,
-    cube_frame_with_spread,
-    cube_inputs,
-    cube_retrieved_only_frame,
-    cube_retrieved_only_table,
-    cube_table,
-    cube_table_counted,
-    cube_warnings,
-)
 
 CB, RAG, ORC = ConditionKind.CLOSED_BOOK, ConditionKind.NORMAL, ConditionKind.ORACLE
 DEGENERATE = ("degenerate bounds: oracle 10 <= closed book 10: the judge does not score the gold-document answers "
@@ -182,8 +179,7 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
     assert inputs.ranks == [1, 2, 3, 0, 0]
     assert inputs.scores["j2"][AnswerSet.CLOSED_BOOK]["relevance"] == [0, 0, 0, 0, None]
 
-    report = cube_table(store, "cube-run", cfg)
-    assert not isinstance(report, Unavailable)
+    report = cube_of_inputs(inputs, cfg)
     assert report.r_at_k.value == pytest.approx(0.6)
     j1, j2 = report.judges
     assert (j1.judge, j2.judge) == ("j1", "j2")
@@ -219,17 +215,20 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
     assert report.cube_score_spread.mean == pytest.approx(0.3 * (WGT_J1 + WGT_J2))
     assert report.cube_score_spread.sd == pytest.approx(0.6 * abs(WGT_J1 - WGT_J2) / math.sqrt(2))
 
-    # What the CLI prints: the table with the mean +- sd row, the warnings, the retrieved-only analysis.
-    frame = cube_frame_with_spread(report)
+    # What the CLI prints: the table with the mean +- sd row, its n/a notes (no "R@k n/a": R@k is 0.6), the
+    # retrieved-only analysis.
+    table4 = cube_noted_frame(report, spread=True)
+    frame = table4.frame
     assert list(frame["judge"]) == ["j1", "j2", "mean ± sd"]
     assert frame.iloc[2]["relevance"] == "0.550 ± 0.071"
     assert frame.iloc[2]["quality"] == "0.667 ± n/a"
     assert frame.iloc[2]["cube_score"] == (f"{0.3 * (WGT_J1 + WGT_J2):.3f} ± "
                                            f"{0.6 * abs(WGT_J1 - WGT_J2) / math.sqrt(2):.3f}")
-    assert cube_warnings(report) == [f"j2: quality n/a: {DEGENERATE}",
-                                     "mean ± sd across judges: quality n/a: an sd needs at least 2 judges with a "
-                                     "quality; 1 has one (add a judge, or see the notes of the others)"]
-    retrieved = cube_retrieved_only_frame(store, "cube-run", cfg)
+    assert table4.lines() == [f"[1] j2: quality n/a: {DEGENERATE}",
+                              "[2] mean ± sd across judges: quality n/a: an sd needs at least 2 judges with a "
+                              "quality; 1 has one (add a judge, or see the notes of the others)"]
+    noted = cube_retrieved_only_noted(inputs, cfg.top_k)
+    retrieved = noted.frame
     rows = {(r.judge, r.dimension): r for r in retrieved.itertuples(index=False)}
     relevance = rows[("j1", "relevance")]
     assert (relevance.r_all, relevance.r_retrieved, relevance.mean_retrieved, relevance.sd_retrieved,
@@ -239,7 +238,6 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
     assert math.isnan(quality_row.r_retrieved)  # n/a: constant scores on retrieved samples
     assert (quality_row.mean_retrieved, quality_row.sd_retrieved) == (8.0, 0.0)
     # with its reason: the judges gave the three retrieved samples the same quality score
-    noted = cube_retrieved_only_table(store, "cube-run", cfg)
     assert noted.lines() == [
         "[1] j1: quality r_retrieved; j2: quality r_retrieved n/a: a correlation needs variation: the RAG score is "
         "constant (the same for all 3 samples) among the samples whose gold document was retrieved; the judge gave "
@@ -248,7 +246,7 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
 
     # The checks and verdicts behind the figures: j2's bad reply is unscored; the escalated checks are those
     # whose two scores differ by more than 3: closed quality (4 vs 10) on every sample, oracle relevance on s5.
-    _, counts = cube_table_counted(store, "cube-run", cfg)
+    counts = inputs.counts
     assert counts.count(AnswerSet.CLOSED_BOOK, "relevance") == CubeCount(checks=5, scored=9, unscored=1, escalated=0)
     assert counts.count(AnswerSet.CLOSED_BOOK, "quality") == CubeCount(checks=5, scored=10, escalated=5)
     assert counts.count(AnswerSet.ORACLE) == CubeCount(checks=10, scored=20, escalated=1)
@@ -265,7 +263,7 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
 async def test_fixed_weights_from_the_config_replace_the_correlation(store: RecordStore, tmp_path: Path) -> None:
     cfg = config(dimensions=(DimensionSpec(name="relevance", weight=3), DimensionSpec(name="quality", weight=1)))
     await run(store, tmp_path, CubeSystem(), cfg)
-    report = cube_table(store, "cube-run", cfg)
+    report = cube_of_inputs(cube_inputs(store, "cube-run", cfg), cfg)
     j1 = report.judges[0]
     assert j1.weights.weights == {"relevance": 0.75, "quality": 0.25}
     # (0.75 x 6 + 0.25 x 8 - (0.75 x 2 + 0.25 x 4)) / (10 - 2.5) = 4 / 7.5
@@ -285,11 +283,11 @@ async def test_precomputed_system_without_a_bounds_generator_reports_the_bounds_
     async for _ in Runner(context, "pre", tmp_path / "pre").astream(precomputed_samples()):
         pass
     assert {a.condition.key for a in store.get_answers("pre")} == {"normal"}  # nothing invented
-    report = cube_table(store, "pre", cfg)
-    assert isinstance(report, Unavailable)
-    assert report.reason.startswith("no closed_book answers: the CuBE bounds are missing")
-    assert "bounds_generator" in report.reason
-    assert write_method_charts(store, "pre", cfg, tmp_path / "charts") == {tmp_path / "charts" / CUBE_CHART: report.reason}
+    missing = cube_inputs(store, "pre", cfg)
+    assert isinstance(missing, Unavailable)
+    assert missing.reason.startswith("no closed_book answers: the CuBE bounds are missing")
+    assert "bounds_generator" in missing.reason
+    assert write_method_charts(store, "pre", cfg, tmp_path / "charts") == {tmp_path / "charts" / CUBE_CHART: missing.reason}
     assert not (tmp_path / "charts" / CUBE_CHART).exists()
 
 
@@ -305,6 +303,7 @@ async def test_precomputed_system_with_a_bounds_generator_answers_closed_book_an
     assert answers[("s1", "normal")] == "precomputed s1"
     assert answers[("s1", "closed_book")] == "I don't know."  # the extractive generator without chunks
     assert answers[("s1", "oracle")] == "The gold fact of s1."  # ... and from the gold document alone
-    report = cube_table(store, "pre", cfg)
-    assert not isinstance(report, Unavailable)
+    inputs = cube_inputs(store, "pre", cfg)
+    assert not isinstance(inputs, Unavailable)
+    report = cube_of_inputs(inputs, cfg)
     assert report.judges[0].cube_score.value == pytest.approx(0.6 * WGT_J1)  # the same scripted scores

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from ragcourt.config import DistractorPolicy, EvalConfig, JudgeSpec, Method, PerturbationSpec
+from ragcourt.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
 from ragcourt.decomposers import SentenceDecomposer
 from ragcourt.metrics import cuer
 from ragcourt.report.cuer_chart import BAR_HALF, cuer_utility_svg
@@ -32,7 +33,6 @@ from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import Generation
-from ragcourt.tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
 
 FRANCE = Chunk(id="g1", text="Paris is the capital of France.", title="France", rank=1)
 BANANA = Chunk(id="d1", text="Bananas are yellow.", title="Banana", rank=2)

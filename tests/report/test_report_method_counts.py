@@ -24,6 +24,7 @@ from html import unescape
 
 import pytest
 
+from ragcourt.cube_tables import CubeCount, cube_inputs, cube_of_inputs
 from ragcourt.metrics.cube import AnswerSet
 from ragcourt.report.data import collect
 from ragcourt.report.html import render_report
@@ -48,7 +49,6 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.tables import CubeCount, cube_table_counted
 
 EVIL = 'j<b>"2'
 GOLD = "Gold <x>"
@@ -127,7 +127,8 @@ def _page(tmp_path, build, run_id: str):
         data = collect(store, run_id)
         (section,) = method_sections(store, data)
         html = render_report(data, [section], nonce="N0NCE")
-        counted = cube_table_counted(store, run_id, data.config) if run_id == "cube" else None
+        inputs = cube_inputs(store, run_id, data.config) if run_id == "cube" else None
+        counted = None if inputs is None else (cube_of_inputs(inputs, data.config), inputs.counts)
     finally:
         store.close()
     return section, html, counted

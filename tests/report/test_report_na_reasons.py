@@ -22,7 +22,15 @@ from html import unescape
 
 import pytest
 
+from ragcourt.cube_tables import (
+    cube_bounds_noted_frame,
+    cube_inputs,
+    cube_noted_frame,
+    cube_of_inputs,
+    cube_retrieved_only_noted,
+)
 from ragcourt.metrics.cube import AnswerSet
+from ragcourt.na_notes import NaNotes
 from ragcourt.report.data import collect
 from ragcourt.report.export import export_tables
 from ragcourt.report.html import render_report
@@ -45,7 +53,6 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.tables import cube_inputs, cube_retrieved_only_table, cube_table, cube_warnings
 
 SETS = {AnswerSet.CLOSED_BOOK: ConditionKind.CLOSED_BOOK, AnswerSet.RAG: ConditionKind.NORMAL,
         AnswerSet.ORACLE: ConditionKind.ORACLE}
@@ -124,9 +131,9 @@ def _page(tmp_path, build, run_id: str):
         written = write_method_charts(store, run_id, data.config, tmp_path / run_id)
         charts = {path.name: path.read_text(encoding="utf-8") for path in written}
         config = data.config
-        report = cube_table(store, run_id, config)
         inputs = cube_inputs(store, run_id, config)
-        retrieved = cube_retrieved_only_table(store, run_id, config)
+        report = cube_of_inputs(inputs, config)
+        retrieved = cube_retrieved_only_noted(inputs, config.top_k)
     finally:
         store.close()
     return {"sections": sections, "html": html, "charts": charts, "report": report, "inputs": inputs,
@@ -196,8 +203,12 @@ def test_every_cube_na_cell_points_to_a_reason_that_says_what_to_do(rules):
     assert f"R@k = 100.00%; CuBE score across judges: n/a [{spread}]" in [unescape(n) for n in re.findall(
         r'<p class="note">(.*?)</p>', page, re.S)]
     assert notes[spread].endswith("every judge's cube_score is n/a (see that judge's note)")
-    # the terminal's warnings say the same, each reason once
-    assert cube_warnings(rules["report"], rules["inputs"].ranks, 5)[0] == (
+    # the notes of Table 4 and of the bounds, numbered together, say the same outside the page: each reason once
+    report, inputs = rules["report"], rules["inputs"]
+    na = NaNotes()
+    cube_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_k=5)
+    cube_bounds_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_k=5)
+    assert na.entries()[0] == (
         "lexical: wgt_score, cube_score, weighted_total closed_book, weighted_total rag, weighted_total oracle; "
         f"semantic: wgt_score, cube_score, weighted_total closed_book, weighted_total rag, weighted_total oracle n/a: "
         f"{WEIGHTS}")

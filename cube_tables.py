@@ -1,6 +1,7 @@
-"""Run-level method tables read from the store: CuBE (seed 000, Table 4) and CUE-R per-chunk utility.
+"""CuBE (seed 000, Table 4) tables read from the store: the scores, gold ranks and counts behind them
+(`cube_inputs`), Table 4 and its bounds, counts and retrieved-only analysis, each n/a figure with its reason.
 
-Each function says why a table cannot be made (missing answer sets, no perturbations) instead of
+Each function says why a table cannot be made (missing answer sets, no dimension-score checks) instead of
 guessing.
 """
 
@@ -8,12 +9,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ragcourt.config import EvalConfig
-from ragcourt.metrics import cuer
 from ragcourt.metrics.cube import (
     AnswerSet,
     CubeReport,
@@ -24,19 +24,8 @@ from ragcourt.metrics.cube import (
     recall_at_k,
     retrieved_only_analysis,
 )
-from ragcourt.schema import (
-    NORMAL,
-    Answer,
-    CheckKind,
-    Condition,
-    ConditionKind,
-    MetricValue,
-    PerturbationEffect,
-    Retrieval,
-    Sample,
-    SampleDiagnostics,
-    VerdictStatus,
-)
+from ragcourt.na_notes import NaNotes, NotedFrame
+from ragcourt.schema import NORMAL, CheckKind, ConditionKind, MetricValue, Sample
 from ragcourt.stores.records import RecordStore
 
 SETS = {ConditionKind.NORMAL: AnswerSet.RAG, ConditionKind.CLOSED_BOOK: AnswerSet.CLOSED_BOOK,
@@ -154,20 +143,6 @@ def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInpu
     return CubeInputs(scores={judge: scores[judge] for judge in ordered}, ranks=ranks, counts=counts)
 
 
-def cube_table(store: RecordStore, run_id: str, config: EvalConfig) -> CubeReport | Unavailable:
-    found = cube_table_counted(store, run_id, config)
-    return found if isinstance(found, Unavailable) else found[0]
-
-
-def cube_table_counted(store: RecordStore, run_id: str, config: EvalConfig
-                       ) -> tuple[CubeReport, CubeCounts] | Unavailable:
-    """`cube_table` with the counts of the checks and verdicts it was computed from (one read of the store)."""
-    inputs = cube_inputs(store, run_id, config)
-    if isinstance(inputs, Unavailable):
-        return inputs
-    return cube_of_inputs(inputs, config), inputs.counts
-
-
 def fixed_weights(config: EvalConfig) -> bool:
     """Every dimension has a numeric weight (none is 'auto': no correlation with the rank score is needed)."""
     return all(not isinstance(d.weight, str) for d in config.dimensions)
@@ -182,76 +157,6 @@ def cube_of_inputs(inputs: CubeInputs, config: EvalConfig) -> CubeReport:
         rank_scores=None if fixed else [rank_score(r, config.top_k) for r in inputs.ranks],
         proportion=config.trim_proportion,
     )
-
-
-@dataclass
-class NaNotes:
-    """Numbered reasons for the n/a figures of a section: each distinct reason gets one number, and lists the
-    figures it explains (grouped by subject: a judge, "mean ± sd", ...)."""
-
-    texts: list[str] = field(default_factory=list)
-    where: list[dict[str, list[str]]] = field(default_factory=list)  # per note: subject -> figures
-
-    def ref(self, text: str, subject: str, figure: str) -> int:
-        """The number of this reason (1-based), recording that it explains `figure` of `subject`."""
-        if text not in self.texts:
-            self.texts.append(text)
-            self.where.append({})
-        number = self.texts.index(text) + 1
-        figures = self.where[number - 1].setdefault(subject, [])
-        if figure not in figures:
-            figures.append(figure)
-        return number
-
-    def figures(self, number: int) -> str:
-        """What note `number` explains: "lexical: wgt_score, cube_score; semantic: wgt_score"."""
-        return "; ".join(f"{subject}: {', '.join(figures)}" if subject else ", ".join(figures)
-                         for subject, figures in self.where[number - 1].items())
-
-    def entries(self) -> list[str]:
-        """Each note, in number order: "lexical: wgt_score, cube_score n/a: <reason>"."""
-        return [f"{self.figures(i)} n/a: {text}" for i, text in enumerate(self.texts, start=1)]
-
-    def lines(self) -> list[str]:
-        """Each note as a numbered line: "[1] lexical: wgt_score, cube_score n/a: <reason>"."""
-        return [f"[{i}] {entry}" for i, entry in enumerate(self.entries(), start=1)]
-
-
-@dataclass(frozen=True)
-class NotedFrame:
-    """A table whose n/a cells carry the number of their reason in `notes` (cells: per row, column -> number)."""
-
-    frame: pd.DataFrame
-    cells: tuple[dict[str, int], ...]
-    notes: NaNotes
-
-    def marked(self) -> pd.DataFrame:
-        """The frame with every noted n/a cell written "n/a [k]" (for a terminal; the page links its notes)."""
-        out = self.frame.astype(object)
-        for row, cells in enumerate(self.cells):
-            for column, number in cells.items():
-                at = (row, out.columns.get_loc(column))
-                value = out.iat[at]
-                # a text figure ("0.667 ± n/a") keeps its value; a missing one is the note alone
-                out.iat[at] = (value.replace("n/a", f"n/a [{number}]") if isinstance(value, str)
-                               else f"n/a [{number}]")
-        return out
-
-    def with_reasons(self) -> pd.DataFrame:
-        """The frame with an na_reason column: per row, its n/a columns and why (what the exports hold)."""
-        reasons = []
-        for cells in self.cells:
-            grouped: dict[int, list[str]] = {}
-            for column, number in cells.items():
-                grouped.setdefault(number, []).append(column)
-            reasons.append("; ".join(f"{', '.join(columns)}: {self.notes.texts[number - 1]}"
-                                     for number, columns in grouped.items()) or None)
-        return self.frame.assign(na_reason=reasons)
-
-    def lines(self) -> list[str]:
-        """The notes this table's cells refer to."""
-        used = sorted({n for cells in self.cells for n in cells.values()})
-        return [line for i, line in enumerate(self.notes.lines(), start=1) if i in used]
 
 
 def _same_rank_note(ranks: Sequence[int] | None, top_k: int | None) -> str:
@@ -402,32 +307,6 @@ def cube_retrieved_only_noted(inputs: CubeInputs, top_k: int, notes: NaNotes | N
     return NotedFrame(pd.DataFrame(rows, columns=RETRIEVED_ONLY_COLUMNS), tuple(cells), notes)
 
 
-def cube_retrieved_only_table(store: RecordStore, run_id: str, config: EvalConfig) -> NotedFrame | Unavailable:
-    """`cube_retrieved_only_noted` of a run: the terminal prints `.marked()` and `.lines()`."""
-    inputs = cube_inputs(store, run_id, config)
-    return inputs if isinstance(inputs, Unavailable) else cube_retrieved_only_noted(inputs, config.top_k)
-
-
-def cube_retrieved_only_frame(store: RecordStore, run_id: str, config: EvalConfig) -> pd.DataFrame | Unavailable:
-    """The figures of `cube_retrieved_only_table` (n/a as NaN, without the reasons)."""
-    found = cube_retrieved_only_table(store, run_id, config)
-    return found if isinstance(found, Unavailable) else found.frame
-
-
-def cube_warnings(report: CubeReport, ranks: Sequence[int] | None = None, top_k: int | None = None) -> list[str]:
-    """Every n/a figure of the CuBE table (and its mean ± sd row) with its reason, each reason once with the
-    figures it explains (degenerate bounds first of all)."""
-    notes = NaNotes()
-    for judge, reasons in cube_reasons(report, ranks, top_k).items():
-        for figure, text in reasons.items():
-            notes.ref(text, judge, figure)
-    for figure, text in cube_spread_reasons(report).items():
-        notes.ref(text, SPREAD, figure)
-    warnings = [f"{notes.figures(i)} n/a: {text}" for i, text in enumerate(notes.texts, start=1)]
-    r_at_k = cube_r_at_k_reason(report)
-    return [*warnings, *([f"R@k n/a: {r_at_k}"] if r_at_k else [])]
-
-
 RULE_BASED_CUBE = ("rule-based judges score every dimension as 10 x token F1 against the reference: the dimensions "
                    "and the judges cannot differ; use LLM judges for CuBE")
 
@@ -509,210 +388,3 @@ def cube_frame_with_spread(report: CubeReport) -> pd.DataFrame:
                        "cube_score": _mean_sd(report.cube_score_spread)})
     frame = cube_frame(report).astype(object)
     return pd.concat([frame, pd.DataFrame([spread_row])], ignore_index=True)
-
-
-CUER_KINDS = (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
-CUER_DELTAS = ("d_soft_correct", "d_f1", "d_confidence", "trace_divergence")
-CUER_NO_CHECKS = "no judged checks: unscored/escalated checks do not apply"
-
-
-@dataclass(frozen=True)
-class CuerCount:
-    """The perturbed answers behind CUE-R's figures for one perturbation kind. CUE-R compares answers with the
-    gold answers (no jury), so these replace the unscored and escalated checks of the judged methods.
-
-    failed, unavailable and uncompared are None when the run's answers and retrievals were not read."""
-
-    kind: ConditionKind
-    answers: int  # perturbed answers compared with the normal answer: the rows of the figures
-    soft: int  # rows where the change in soft correctness is defined (both answers scored): the bars and means
-    changed: int | None = None  # of those, the rows where soft correctness changed (None: not counted)
-    failed: int | None = None  # rows whose perturbed answer the system failed to give (unscored): no change
-    unavailable: int | None = None  # perturbed conditions retrieved but never answered (the system cannot)
-    uncompared: int | None = None  # perturbed answers without a normal answer to compare with: no row
-
-    def note(self) -> str:
-        return f"n={self.answers} perturbed answers ({_soft_note(self.soft, self.changed)})"
-
-
-def _soft_note(soft: int, changed: int | None) -> str:
-    """How many rows have a soft-correctness value to compare (the change is defined) and how many changed."""
-    of = "" if changed is None else f", {changed} of them changed"
-    return f"{soft} with a soft-correctness value to compare with the normal answer{of}"
-
-
-def _answer_key(sample_id: str, condition: Condition) -> tuple[str, str]:
-    return sample_id, condition.key
-
-
-def _kind(key: tuple[str, str]) -> ConditionKind:
-    return Condition.parse(key[1]).kind
-
-
-def cuer_counts(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answer] | None = None,
-                retrievals: Sequence[Retrieval] | None = None) -> tuple[CuerCount, ...]:
-    """Per perturbation kind present in the run (CUER_KINDS order): the rows of the diagnostics and, with
-    the run's answers and retrievals, the answers that failed or could not be produced."""
-    rows = {_answer_key(d.sample_id, p.condition): p for d in diagnostics for p in d.perturbations}
-    answered = {_answer_key(a.sample_id, a.condition): a for a in answers or () if a.condition.kind in CUER_KINDS}
-    planned = {_answer_key(r.sample_id, r.condition) for r in retrievals or () if r.condition.kind in CUER_KINDS}
-    present = {_kind(key) for key in (*rows, *answered, *planned)}
-    out = []
-    for kind in (k for k in CUER_KINDS if k in present):
-        mine = [key for key in rows if _kind(key) is kind]
-        out.append(CuerCount(
-            kind=kind, answers=len(mine), soft=sum(rows[key].d_soft_correct is not None for key in mine),
-            changed=sum(rows[key].d_soft_correct not in (None, 0.0) for key in mine),
-            failed=None if answers is None else sum(
-                key in answered and answered[key].status is VerdictStatus.UNSCORED for key in mine),
-            unavailable=None if answers is None or retrievals is None else sum(
-                _kind(key) is kind and key not in answered for key in planned),
-            uncompared=None if answers is None else sum(
-                _kind(key) is kind and key not in rows for key in answered),
-        ))
-    return tuple(out)
-
-
-def cuer_totals(counts: Sequence[CuerCount]) -> tuple[str, str, str]:
-    """Lines for a CUE-R figure: its n and that no check was judged; the answers that failed or could not be
-    produced; the answers left out for want of a normal answer ("not counted" when the answers were not read)."""
-    n = sum(c.answers for c in counts)
-    soft = sum(c.soft for c in counts)
-    changed = None if any(c.changed is None for c in counts) else sum(c.changed or 0 for c in counts)
-
-    def total(field: str) -> str:
-        values = [getattr(c, field) for c in counts]
-        return "not counted" if any(v is None for v in values) else str(sum(values))
-
-    return (f"n={n} perturbed answers ({_soft_note(soft, changed)}); {CUER_NO_CHECKS}",
-            f"not produced: failed {total('failed')} (the system's answer is unscored: no change) · "
-            f"unavailable {total('unavailable')} (the system could not answer the condition)",
-            f"not compared: {total('uncompared')} perturbed answers without a normal answer")
-
-
-@dataclass(frozen=True)
-class ClosedBookControl:
-    """Seed 004's zero-retrieval control: per sample, the closed-book answer (the question alone) compared with the
-    normal answer, as a perturbation is (closed book - normal). reason says why there is no comparison, and
-    what to do, when effects is empty."""
-
-    effects: tuple[tuple[str, PerturbationEffect], ...]  # (sample id, closed book vs normal)
-    soft_closed: float | None = None  # mean soft correctness of the compared closed-book answers
-    soft_normal: float | None = None  # ... and of the normal answers of the same samples
-    f1_closed: float | None = None
-    f1_normal: float | None = None
-    n_soft: int = 0  # samples where both answers have a soft correctness (the means are over them)
-    reason: str | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.effects)
-
-    def note(self) -> str:
-        """One line for the CUE-R table and chart."""
-        if not self.effects:
-            return f"closed-book control (seed 004: the question alone, no context): {self.reason}"
-
-        def pair(closed: float | None, normal: float | None) -> str:
-            return ("n/a" if closed is None or normal is None else
-                    f"{closed:.3f} vs normal {normal:.3f} (change {closed - normal:+.3f})")
-
-        return (f"closed-book control (seed 004: the question alone, no context), n={self.n} samples "
-                f"({self.n_soft} with both answers scored): soft correctness {pair(self.soft_closed, self.soft_normal)}"
-                f"; F1 {pair(self.f1_closed, self.f1_normal)}")
-
-
-CLOSED_BOOK_NOT_RUN = ("not run (add closed_book to the config's conditions, e.g. conditions: [normal, closed_book]; "
-                       "--method cuer adds it to a new run)")
-
-
-def _mean_of(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
-def cuer_closed_book(samples: Sequence[Sample], answers: Sequence[Answer], retrievals: Sequence[Retrieval]
-                     ) -> ClosedBookControl:
-    """The closed-book control of a run from its samples and answers (the stored diagnostics keep only the
-    chunk perturbations); retrievals: the run's, to tell "not run" (no closed-book condition was planned) from
-    "not answered"."""
-    by_key = {(a.sample_id, a.condition.kind): a for a in answers
-              if a.condition.kind in (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK) and a.condition.chunk_id is None}
-    closed = [s for s in samples if (s.id, ConditionKind.CLOSED_BOOK) in by_key]
-    if not closed:
-        planned = any(r.condition.kind is ConditionKind.CLOSED_BOOK for r in retrievals)
-        reason = ("not answered: the system gave no closed-book answer (a precomputed system needs a generator for "
-                  "it: set bounds_generator in the config)" if planned else CLOSED_BOOK_NOT_RUN)
-        return ClosedBookControl(effects=(), reason=reason)
-    paired = [s for s in closed if (s.id, ConditionKind.NORMAL) in by_key]
-    if not paired:
-        return ClosedBookControl(effects=(), reason="no sample has a normal answer to compare its closed-book answer "
-                                 "with (see the failed samples)")
-
-    def outcome(answer: Answer, sample: Sample) -> cuer.Outcome:
-        text = answer.text if answer.status is VerdictStatus.OK else None
-        return cuer.Outcome.score(answer.condition, text, sample.gold_answers, answer.confidence,
-                                  answer.used_chunk_ids if text is not None else None)
-
-    pairs = [(s, outcome(by_key[(s.id, ConditionKind.NORMAL)], s), outcome(by_key[(s.id, ConditionKind.CLOSED_BOOK)], s))
-             for s in paired]
-    effects = tuple((s.id, cuer.perturbation_effect(normal, closed_book, {}, s.gold_titles))
-                    for s, normal, closed_book in pairs)
-    both = [(n, c) for _, n, c in pairs if n.soft_correct is not None and c.soft_correct is not None]
-    f1 = [(n, c) for _, n, c in pairs if n.f1 is not None and c.f1 is not None]
-    reason = None
-    if not both:
-        reason = "no sample has both answers scored against a gold answer (the samples need gold answers)"
-    return ClosedBookControl(
-        effects=effects, n_soft=len(both), reason=reason,
-        soft_closed=_mean_of([float(c.soft_correct) for _, c in both]),
-        soft_normal=_mean_of([float(n.soft_correct) for n, _ in both]),
-        f1_closed=_mean_of([c.f1 for _, c in f1]), f1_normal=_mean_of([n.f1 for n, _ in f1]),
-    )
-
-
-def cuer_closed_book_of_run(store: RecordStore, run_id: str, answers: Sequence[Answer] | None = None,
-                            retrievals: Sequence[Retrieval] | None = None) -> ClosedBookControl:
-    """`cuer_closed_book` read from the store (answers, retrievals: the run's, when already read)."""
-    answers = store.get_answers(run_id) if answers is None else answers
-    retrievals = store.get_retrievals(run_id) if retrievals is None else retrievals
-    return cuer_closed_book(store.get_samples(run_id), answers, retrievals)
-
-
-CLOSED_BOOK_ROW = ("closed_book", "none (no context)")
-
-
-def cuer_frame(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answer] | None = None,
-               closed_book: ClosedBookControl | None = None) -> pd.DataFrame:
-    """Mean effect of each perturbation kind on gold and non-gold chunks (seed 004), with row counts: rows
-    (perturbed answers), n_<delta> (rows with that change: each mean is over them) and, given the run's
-    answers, failed (rows whose perturbed answer is unscored). With closed_book, a last row "closed_book / none
-    (no context)": the closed-book control's mean change against the normal answer."""
-    status = {_answer_key(a.sample_id, a.condition): a.status for a in answers or ()}
-
-    def row(sample_id: str, p: PerturbationEffect, chunk: str | None = None) -> dict[str, object]:
-        return {"perturbation": str(p.condition.kind),
-                "chunk": chunk or {True: "gold", False: "non-gold"}.get(p.chunk_is_gold, "unknown"),
-                "d_soft_correct": p.d_soft_correct, "d_f1": p.d_f1, "d_confidence": p.d_confidence,
-                "trace_divergence": p.trace_divergence,
-                "failed": status.get(_answer_key(sample_id, p.condition)) is VerdictStatus.UNSCORED}
-
-    rows = [row(d.sample_id, p) for d in diagnostics for p in d.perturbations]
-    control = [row(sample_id, p, CLOSED_BOOK_ROW[1]) for sample_id, p in (closed_book.effects if closed_book else ())]
-    if not rows and not control:
-        return pd.DataFrame()
-    tables = [_cuer_means(pd.DataFrame(found), answers is not None) for found in (rows, control) if found]
-    return pd.concat(tables, ignore_index=True)
-
-
-def _cuer_means(frame: pd.DataFrame, failed: bool) -> pd.DataFrame:
-    frame[list(CUER_DELTAS)] = frame[list(CUER_DELTAS)].astype(float)  # None -> NaN: left out of the means
-    grouped = frame.groupby(["perturbation", "chunk"])
-    table = grouped[list(CUER_DELTAS)].mean()
-    table["rows"] = grouped.size()
-    counted = grouped[list(CUER_DELTAS)].count()
-    for column in CUER_DELTAS:
-        table[f"n_{column}"] = counted[column]
-    if failed:
-        table["failed"] = grouped["failed"].sum().astype(int)
-    return table.reset_index()

@@ -1,0 +1,228 @@
+"""CUE-R (seed 004) tables read from a run: per-chunk utility (the mean change when a chunk is removed, replaced or
+duplicated), the perturbed answers behind it, and the closed-book control.
+
+Each figure says why it is missing (no perturbations, closed book not run or not answered) instead of guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ragcourt.metrics import cuer
+from ragcourt.schema import (
+    Answer,
+    Condition,
+    ConditionKind,
+    PerturbationEffect,
+    Retrieval,
+    Sample,
+    SampleDiagnostics,
+    VerdictStatus,
+)
+from ragcourt.stores.records import RecordStore
+
+CUER_KINDS = (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
+CUER_DELTAS = ("d_soft_correct", "d_f1", "d_confidence", "trace_divergence")
+CUER_NO_CHECKS = "no judged checks: unscored/escalated checks do not apply"
+
+
+@dataclass(frozen=True)
+class CuerCount:
+    """The perturbed answers behind CUE-R's figures for one perturbation kind. CUE-R compares answers with the
+    gold answers (no jury), so these replace the unscored and escalated checks of the judged methods.
+
+    failed, unavailable and uncompared are None when the run's answers and retrievals were not read."""
+
+    kind: ConditionKind
+    answers: int  # perturbed answers compared with the normal answer: the rows of the figures
+    soft: int  # rows where the change in soft correctness is defined (both answers scored): the bars and means
+    changed: int | None = None  # of those, the rows where soft correctness changed (None: not counted)
+    failed: int | None = None  # rows whose perturbed answer the system failed to give (unscored): no change
+    unavailable: int | None = None  # perturbed conditions retrieved but never answered (the system cannot)
+    uncompared: int | None = None  # perturbed answers without a normal answer to compare with: no row
+
+
+def _soft_note(soft: int, changed: int | None) -> str:
+    """How many rows have a soft-correctness value to compare (the change is defined) and how many changed."""
+    of = "" if changed is None else f", {changed} of them changed"
+    return f"{soft} with a soft-correctness value to compare with the normal answer{of}"
+
+
+def _answer_key(sample_id: str, condition: Condition) -> tuple[str, str]:
+    return sample_id, condition.key
+
+
+def _kind(key: tuple[str, str]) -> ConditionKind:
+    return Condition.parse(key[1]).kind
+
+
+def cuer_counts(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answer] | None = None,
+                retrievals: Sequence[Retrieval] | None = None) -> tuple[CuerCount, ...]:
+    """Per perturbation kind present in the run (CUER_KINDS order): the rows of the diagnostics and, with
+    the run's answers and retrievals, the answers that failed or could not be produced."""
+    rows = {_answer_key(d.sample_id, p.condition): p for d in diagnostics for p in d.perturbations}
+    answered = {_answer_key(a.sample_id, a.condition): a for a in answers or () if a.condition.kind in CUER_KINDS}
+    planned = {_answer_key(r.sample_id, r.condition) for r in retrievals or () if r.condition.kind in CUER_KINDS}
+    present = {_kind(key) for key in (*rows, *answered, *planned)}
+    out = []
+    for kind in (k for k in CUER_KINDS if k in present):
+        mine = [key for key in rows if _kind(key) is kind]
+        out.append(CuerCount(
+            kind=kind, answers=len(mine), soft=sum(rows[key].d_soft_correct is not None for key in mine),
+            changed=sum(rows[key].d_soft_correct not in (None, 0.0) for key in mine),
+            failed=None if answers is None else sum(
+                key in answered and answered[key].status is VerdictStatus.UNSCORED for key in mine),
+            unavailable=None if answers is None or retrievals is None else sum(
+                _kind(key) is kind and key not in answered for key in planned),
+            uncompared=None if answers is None else sum(
+                _kind(key) is kind and key not in rows for key in answered),
+        ))
+    return tuple(out)
+
+
+def cuer_totals(counts: Sequence[CuerCount]) -> tuple[str, str, str]:
+    """Lines for a CUE-R figure: its n and that no check was judged; the answers that failed or could not be
+    produced; the answers left out for want of a normal answer ("not counted" when the answers were not read)."""
+    n = sum(c.answers for c in counts)
+    soft = sum(c.soft for c in counts)
+    changed = None if any(c.changed is None for c in counts) else sum(c.changed or 0 for c in counts)
+
+    def total(field: str) -> str:
+        values = [getattr(c, field) for c in counts]
+        return "not counted" if any(v is None for v in values) else str(sum(values))
+
+    return (f"n={n} perturbed answers ({_soft_note(soft, changed)}); {CUER_NO_CHECKS}",
+            f"not produced: failed {total('failed')} (the system's answer is unscored: no change) · "
+            f"unavailable {total('unavailable')} (the system could not answer the condition)",
+            f"not compared: {total('uncompared')} perturbed answers without a normal answer")
+
+
+@dataclass(frozen=True)
+class ClosedBookControl:
+    """Seed 004's zero-retrieval control: per sample, the closed-book answer (the question alone) compared with the
+    normal answer, as a perturbation is (closed book - normal). reason says why there is no comparison, and
+    what to do, when effects is empty."""
+
+    effects: tuple[tuple[str, PerturbationEffect], ...]  # (sample id, closed book vs normal)
+    soft_closed: float | None = None  # mean soft correctness of the compared closed-book answers
+    soft_normal: float | None = None  # ... and of the normal answers of the same samples
+    f1_closed: float | None = None
+    f1_normal: float | None = None
+    n_soft: int = 0  # samples where both answers have a soft correctness (the means are over them)
+    reason: str | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.effects)
+
+    def note(self) -> str:
+        """One line for the CUE-R table and chart."""
+        if not self.effects:
+            return f"closed-book control (seed 004: the question alone, no context): {self.reason}"
+
+        def pair(closed: float | None, normal: float | None) -> str:
+            return ("n/a" if closed is None or normal is None else
+                    f"{closed:.3f} vs normal {normal:.3f} (change {closed - normal:+.3f})")
+
+        return (f"closed-book control (seed 004: the question alone, no context), n={self.n} samples "
+                f"({self.n_soft} with both answers scored): soft correctness {pair(self.soft_closed, self.soft_normal)}"
+                f"; F1 {pair(self.f1_closed, self.f1_normal)}")
+
+
+CLOSED_BOOK_NOT_RUN = ("not run (add closed_book to the config's conditions, e.g. conditions: [normal, closed_book]; "
+                       "--method cuer adds it to a new run)")
+
+
+def _mean_of(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def cuer_closed_book(samples: Sequence[Sample], answers: Sequence[Answer], retrievals: Sequence[Retrieval]
+                     ) -> ClosedBookControl:
+    """The closed-book control of a run from its samples and answers (the stored diagnostics keep only the
+    chunk perturbations); retrievals: the run's, to tell "not run" (no closed-book condition was planned) from
+    "not answered"."""
+    by_key = {(a.sample_id, a.condition.kind): a for a in answers
+              if a.condition.kind in (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK) and a.condition.chunk_id is None}
+    closed = [s for s in samples if (s.id, ConditionKind.CLOSED_BOOK) in by_key]
+    if not closed:
+        planned = any(r.condition.kind is ConditionKind.CLOSED_BOOK for r in retrievals)
+        reason = ("not answered: the system gave no closed-book answer (a precomputed system needs a generator for "
+                  "it: set bounds_generator in the config)" if planned else CLOSED_BOOK_NOT_RUN)
+        return ClosedBookControl(effects=(), reason=reason)
+    paired = [s for s in closed if (s.id, ConditionKind.NORMAL) in by_key]
+    if not paired:
+        return ClosedBookControl(effects=(), reason="no sample has a normal answer to compare its closed-book answer "
+                                 "with (see the failed samples)")
+
+    def outcome(answer: Answer, sample: Sample) -> cuer.Outcome:
+        text = answer.text if answer.status is VerdictStatus.OK else None
+        return cuer.Outcome.score(answer.condition, text, sample.gold_answers, answer.confidence,
+                                  answer.used_chunk_ids if text is not None else None)
+
+    pairs = [(s, outcome(by_key[(s.id, ConditionKind.NORMAL)], s), outcome(by_key[(s.id, ConditionKind.CLOSED_BOOK)], s))
+             for s in paired]
+    effects = tuple((s.id, cuer.perturbation_effect(normal, closed_book, {}, s.gold_titles))
+                    for s, normal, closed_book in pairs)
+    both = [(n, c) for _, n, c in pairs if n.soft_correct is not None and c.soft_correct is not None]
+    f1 = [(n, c) for _, n, c in pairs if n.f1 is not None and c.f1 is not None]
+    reason = None
+    if not both:
+        reason = "no sample has both answers scored against a gold answer (the samples need gold answers)"
+    return ClosedBookControl(
+        effects=effects, n_soft=len(both), reason=reason,
+        soft_closed=_mean_of([float(c.soft_correct) for _, c in both]),
+        soft_normal=_mean_of([float(n.soft_correct) for n, _ in both]),
+        f1_closed=_mean_of([c.f1 for _, c in f1]), f1_normal=_mean_of([n.f1 for n, _ in f1]),
+    )
+
+
+def cuer_closed_book_of_run(store: RecordStore, run_id: str, answers: Sequence[Answer] | None = None,
+                            retrievals: Sequence[Retrieval] | None = None) -> ClosedBookControl:
+    """`cuer_closed_book` read from the store (answers, retrievals: the run's, when already read)."""
+    answers = store.get_answers(run_id) if answers is None else answers
+    retrievals = store.get_retrievals(run_id) if retrievals is None else retrievals
+    return cuer_closed_book(store.get_samples(run_id), answers, retrievals)
+
+
+CLOSED_BOOK_ROW = ("closed_book", "none (no context)")
+
+
+def cuer_frame(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answer] | None = None,
+               closed_book: ClosedBookControl | None = None) -> pd.DataFrame:
+    """Mean effect of each perturbation kind on gold and non-gold chunks (seed 004), with row counts: rows
+    (perturbed answers), n_<delta> (rows with that change: each mean is over them) and, given the run's
+    answers, failed (rows whose perturbed answer is unscored). With closed_book, a last row "closed_book / none
+    (no context)": the closed-book control's mean change against the normal answer."""
+    status = {_answer_key(a.sample_id, a.condition): a.status for a in answers or ()}
+
+    def row(sample_id: str, p: PerturbationEffect, chunk: str | None = None) -> dict[str, object]:
+        return {"perturbation": str(p.condition.kind),
+                "chunk": chunk or {True: "gold", False: "non-gold"}.get(p.chunk_is_gold, "unknown"),
+                "d_soft_correct": p.d_soft_correct, "d_f1": p.d_f1, "d_confidence": p.d_confidence,
+                "trace_divergence": p.trace_divergence,
+                "failed": status.get(_answer_key(sample_id, p.condition)) is VerdictStatus.UNSCORED}
+
+    rows = [row(d.sample_id, p) for d in diagnostics for p in d.perturbations]
+    control = [row(sample_id, p, CLOSED_BOOK_ROW[1]) for sample_id, p in (closed_book.effects if closed_book else ())]
+    if not rows and not control:
+        return pd.DataFrame()
+    tables = [_cuer_means(pd.DataFrame(found), answers is not None) for found in (rows, control) if found]
+    return pd.concat(tables, ignore_index=True)
+
+
+def _cuer_means(frame: pd.DataFrame, failed: bool) -> pd.DataFrame:
+    frame[list(CUER_DELTAS)] = frame[list(CUER_DELTAS)].astype(float)  # None -> NaN: left out of the means
+    grouped = frame.groupby(["perturbation", "chunk"])
+    table = grouped[list(CUER_DELTAS)].mean()
+    table["rows"] = grouped.size()
+    counted = grouped[list(CUER_DELTAS)].count()
+    for column in CUER_DELTAS:
+        table[f"n_{column}"] = counted[column]
+    if failed:
+        table["failed"] = grouped["failed"].sum().astype(int)
+    return table.reset_index()
