@@ -72,6 +72,8 @@ def print_ranking(report: RankingReport) -> None:
     # every played match) uses the same evidence better when matches are few (metrics.dice.refit_ratings).
     if result.refitted.ratings is None:
         console.print(f"refit Elo: n/a ({result.refitted.na_reason})")
+    elif result.refitted.prior_note:
+        console.print(f"refit Elo: {result.refitted.prior_note}")
     _print_footer(report.probability_sources, report.position_bias, report.unscored_questions,
                   report.calls.asked, report.calls.reused)
     if report.dropped_questions:

@@ -283,13 +283,20 @@ def apply_round(
 
 
 class RefitRatings(_Frozen):
-    """Ratings that no longer change under the seed's update over the whole match log, or None + reason."""
+    """Ratings that no longer change under the seed's update over the whole match log, or None + reason.
+
+    `prior_note` says when the exact fit did not exist and a weak prior made it (see `refit_ratings`)."""
 
     ratings: dict[str, float] | None
     na_reason: str | None = None
+    prior_note: str | None = None
 
 
 _REFIT_MAX_STEPS = 100
+# When some systems took no point from the others, the exact fit pushes them apart forever. Each system then
+# also plays this much of a virtual match, scored half-half, against the pool's mean: enough to bound the fit,
+# far too little to reorder systems that met (a Swiss system plays 4 whole matches).
+REFIT_PRIOR_MATCHES = 0.1
 
 
 def refit_ratings(
@@ -300,8 +307,10 @@ def refit_ratings(
     with each match weighted once (as the seed's update weighs it). The update conserves the rating sum, so
     the mean stays at ``initial_rating``; K drops out. Solved by Newton's method with a backtracking step.
 
-    n/a when no finite fixed point exists: some group of systems scored no point at all against the rest
-    (the fit would push them apart forever), or the played matches do not connect every system.
+    When some group of systems scored no point at all against the rest (a clear winner of a Swiss
+    tournament), no finite fixed point exists: each system then also plays REFIT_PRIOR_MATCHES of a virtual
+    match, half won, against the pool's mean, and `prior_note` says so. n/a when the played matches do not
+    connect every system (nothing relates the groups).
     """
     scored = [m for m in matches if m.result.n_questions > 0]
     graph = nx.DiGraph()
@@ -312,11 +321,9 @@ def refit_ratings(
             graph.add_edge(m.system_a, m.system_b)  # A took points from B
         if share < 1 - _SCORE_TOLERANCE:
             graph.add_edge(m.system_b, m.system_a)
-    if not nx.is_strongly_connected(graph):
-        return RefitRatings(
-            ratings=None,
-            na_reason="no finite refit: some systems took no point from the others (or never met them)",
-        )
+    if not nx.is_weakly_connected(graph):
+        return RefitRatings(ratings=None, na_reason="no refit: the played matches do not connect every system")
+    prior = 0.0 if nx.is_strongly_connected(graph) else REFIT_PRIOR_MATCHES
     index = {s: i for i, s in enumerate(systems)}
     a = np.array([index[m.system_a] for m in scored])
     b = np.array([index[m.system_b] for m in scored])
@@ -337,6 +344,11 @@ def refit_ratings(
         np.add.at(laplacian, (b, b), weight)
         np.add.at(laplacian, (a, b), -weight)
         np.add.at(laplacian, (b, a), -weight)
+        if prior:  # the virtual half-won matches against the mean (rating 0 here)
+            p_mean = 1.0 / (1.0 + np.exp(-x))
+            loglik -= prior * float((0.5 * np.logaddexp(0.0, -x) + 0.5 * np.logaddexp(0.0, x)).sum())
+            gradient = gradient + prior * (0.5 - p_mean)
+            laplacian = laplacian + np.diag(prior * p_mean * (1 - p_mean))
         return loglik, gradient, laplacian
 
     x = np.zeros(n)
@@ -344,8 +356,9 @@ def refit_ratings(
     for _ in range(_REFIT_MAX_STEPS):
         if np.abs(gradient).max() < 1e-10:
             break
-        # the all-ones direction is free (only differences matter): pinning the mean makes the system regular
-        step = np.linalg.solve(laplacian + np.ones((n, n)) / n, gradient)
+        # Without the prior the all-ones direction is free (only differences matter): pinning the mean makes
+        # the system regular. The prior pins the mean itself.
+        step = np.linalg.solve(laplacian + (0.0 if prior else np.ones((n, n)) / n), gradient)
         rate = 1.0
         while rate > 1e-6:
             candidate = x + rate * step
@@ -353,11 +366,13 @@ def refit_ratings(
             if candidate_fit[0] >= loglik:
                 break
             rate /= 2
-        x = candidate - candidate.mean()
+        x = candidate if prior else candidate - candidate.mean()
         loglik, gradient, laplacian = fit(x)
     else:
         return RefitRatings(ratings=None, na_reason=f"refit did not converge in {_REFIT_MAX_STEPS} steps")
-    return RefitRatings(ratings={s: initial_rating + float(x[i]) / scale for s, i in index.items()})
+    note = (f"some systems took no point from the others: each also played {prior:g} of a virtual half-won match "
+            "against the pool's mean, so the refit stays finite") if prior else None
+    return RefitRatings(ratings={s: initial_rating + float(x[i]) / scale for s, i in index.items()}, prior_note=note)
 
 
 # --------------------------------------------------------------------------- pairing

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from ragcourt.metrics.dice import (
+    REFIT_PRIOR_MATCHES,
     Baseline,
     BaselineTier,
     MatchOutcome,
@@ -173,11 +174,27 @@ def test_refit_is_a_fixed_point_of_the_seeds_update():
     assert math.fsum(refit.ratings.values()) == pytest.approx(5000.0)
 
 
-def test_refit_is_na_when_unbounded_or_disconnected():
-    swept = refit_ratings(["a", "b", "c"], [_share_match("a", "b", 4), _share_match("b", "c", 3)])
+def test_a_sweep_is_refitted_with_the_weak_prior_and_unconnected_systems_are_na():
+    """a took all 4 points from b: the exact fit would push a up forever. With 0.1 of a virtual half-won match
+    per system against the mean (rating 0 in logits), the gradient of the fitted objective is zero:
+    for each system, sum over its matches of (share - p) + 0.1 (0.5 - p_mean) = 0."""
+    matches = [_share_match("a", "b", 4), _share_match("b", "c", 3)]
+    swept = refit_ratings(["a", "b", "c"], matches)
+    assert swept.ratings is not None and swept.na_reason is None and "virtual half-won match" in swept.prior_note
+    assert swept.ratings["a"] > swept.ratings["b"] > swept.ratings["c"]
+    x = {s: (r - 1500.0) * math.log(10.0) / 400.0 for s, r in swept.ratings.items()}
+
+    def p(d: float) -> float:
+        return 1.0 / (1.0 + math.exp(-d))
+
+    residual = {"a": (1.0 - p(x["a"] - x["b"])), "b": -(1.0 - p(x["a"] - x["b"])) + (0.75 - p(x["b"] - x["c"])),
+                "c": -(0.75 - p(x["b"] - x["c"]))}
+    for system, r in residual.items():
+        assert r + REFIT_PRIOR_MATCHES * (0.5 - p(x[system])) == pytest.approx(0.0, abs=1e-9)
+    # a connected log is fitted exactly, without the prior
+    assert refit_ratings(["a", "b"], [_share_match("a", "b", 3)]).prior_note is None
     apart = refit_ratings(["a", "b", "c", "d"], [_share_match("a", "b", 3), _share_match("c", "d", 1)])
-    for refit in (swept, apart):
-        assert refit.ratings is None and refit.na_reason.startswith("no finite refit")
+    assert apart.ratings is None and apart.na_reason == "no refit: the played matches do not connect every system"
 
 
 # --------------------------------------------------------------------------- pairing
@@ -276,7 +293,12 @@ def test_elo_and_bootstrap_on_a_deterministic_match():
     assert (top.system, top.elo, top.wins) == ("A", 1516.0, 1)
     assert (bottom.system, bottom.elo, bottom.losses) == ("B", 1484.0, 1)
     assert (top.elo_ci.low, top.elo_ci.high) == (1516.0, 1516.0)
-    assert t.refitted.ratings is None  # a clean sweep has no finite fixed point
+    # a clean sweep has no exact fixed point: with the weak prior A and B sit symmetric about 1500 where
+    # (1 - p(gap)) + 0.1 (0.5 - p(gap / 2)) = 0 (gap in logits)
+    assert t.refitted.prior_note is not None
+    gap = (t.refitted.ratings["A"] - t.refitted.ratings["B"]) * math.log(10.0) / 400.0
+    assert t.refitted.ratings["A"] + t.refitted.ratings["B"] == pytest.approx(3000.0)
+    assert 1 - 1 / (1 + math.exp(-gap)) + 0.1 * (0.5 - 1 / (1 + math.exp(-gap / 2))) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_bootstrap_ci_brackets_and_needs_outcomes():
