@@ -64,22 +64,24 @@ def run(coroutine: Coroutine[Any, Any, T], *, async_hint: str = "await the async
         raise LoopReentryError(f"called from ragcourt's own event loop (e.g. inside a callback of a run): {async_hint}")
     loop = get_loop()
     outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
-    tasks: list[asyncio.Task[T]] = []
+    tasks: list[asyncio.Task[None]] = []
     finished = threading.Event()
 
-    def copy(task: asyncio.Task[T]) -> None:
-        finished.set()
-        if task.cancelled():
+    async def guarded() -> None:
+        # Every outcome is handed over here, KeyboardInterrupt and SystemExit included: raised out of a task
+        # they would stop the loop's thread before any done-callback ran, and the caller would wait forever.
+        try:
+            outcome.set_result(await coroutine)
+        except asyncio.CancelledError:
             outcome.cancel()
-        elif task.exception() is not None:
-            outcome.set_exception(task.exception())  # type: ignore[arg-type]
-        else:
-            outcome.set_result(task.result())
+            raise
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, who re-raises it
+            outcome.set_exception(error)
+        finally:
+            finished.set()
 
     def start() -> None:
-        task = loop.create_task(coroutine)
-        tasks.append(task)
-        task.add_done_callback(copy)
+        tasks.append(loop.create_task(guarded()))
 
     def cancel() -> None:
         for task in tasks:

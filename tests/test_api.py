@@ -139,6 +139,30 @@ def test_an_interrupt_cancels_the_run_and_waits_for_it_to_unwind() -> None:
     assert background_loop.run(current_loop()).is_running()  # the loop serves the next call
 
 
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_raised_inside_the_run_reaches_the_caller_and_the_loop_lives_on(raised) -> None:
+    """Raised out of a task, KeyboardInterrupt and SystemExit stop the loop's thread before any callback
+    runs: the caller waited forever (found in review)."""
+    async def interrupted() -> None:
+        await asyncio.sleep(0)
+        raise raised
+
+    finished = threading.Event()
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            background_loop.run(interrupted())
+        except BaseException as error:  # noqa: BLE001 - what the caller got
+            outcome.append(error)
+        finished.set()
+
+    threading.Thread(target=call, daemon=True).start()
+    assert finished.wait(5), "the caller still waits"
+    assert isinstance(outcome[0], raised)
+    assert background_loop.run(current_loop()).is_running()
+
+
 def test_a_sync_call_from_the_loop_thread_says_to_await(tmp_path) -> None:
     async def callback_calling_evaluate() -> None:
         ragcourt.evaluate(PRECOMPUTED, ragcourt.Precomputed(), home=tmp_path)
