@@ -112,20 +112,27 @@ class Session:
 class Sessions:
     """Desk sessions in memory: a restart starts new sessions (decisions are in the store).
 
-    At most `limit` are kept, the least recently used going first: every request without a session cookie
-    (a browser's first visit, a progress poller) opens one, and a long-running desk must not grow without end.
+    Every request without a session cookie opens one (a browser's first visit, a poller, a cross-site page's
+    blind requests to 127.0.0.1, which carry no SameSite=Strict cookie). A session becomes established when
+    its cookie comes back. Each kind is capped at `limit`, least recently used first, so a flood of new
+    sessions can evict only new sessions, never a reviewer's established one.
     """
 
     def __init__(self, limit: int = 1000) -> None:
-        self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._new: OrderedDict[str, Session] = OrderedDict()
+        self._established: OrderedDict[str, Session] = OrderedDict()
         self._lock = Lock()
         self._limit = limit
 
     def get(self, session_id: str | None) -> Session | None:
         with self._lock:
-            session = self._by_id.get(session_id or "")
+            session = self._new.pop(session_id or "", None)
             if session is not None:
-                self._by_id.move_to_end(session.id)
+                self._keep(self._established, session)
+                return session
+            session = self._established.get(session_id or "")
+            if session is not None:
+                self._established.move_to_end(session.id)
             return session
 
     def new(self, reviewer: str = "", *, keep: bool = True) -> Session:
@@ -133,10 +140,13 @@ class Sessions:
         session = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), reviewer=reviewer)
         if keep:
             with self._lock:
-                self._by_id[session.id] = session
-                while len(self._by_id) > self._limit:
-                    self._by_id.popitem(last=False)
+                self._keep(self._new, session)
         return session
 
+    def _keep(self, pool: OrderedDict[str, Session], session: Session) -> None:
+        pool[session.id] = session
+        while len(pool) > self._limit:
+            pool.popitem(last=False)
+
     def __len__(self) -> int:
-        return len(self._by_id)
+        return len(self._new) + len(self._established)

@@ -150,12 +150,34 @@ def test_with_a_token_every_request_needs_it(run_home):
         store.close()
 
 
-def test_sessions_are_bounded_and_a_scripts_session_is_not_kept():
+def test_sessions_are_bounded_and_a_flood_of_new_ones_cannot_evict_an_established_one():
+    """A cross-site page can make the desk open sessions (blind GETs to 127.0.0.1 carry no SameSite=Strict
+    cookie), but it never sends one back: those stay new, and new sessions evict only new sessions."""
     sessions = Sessions(limit=2)
-    first, second = sessions.new("ann"), sessions.new("bob")
-    assert sessions.get(first.id) is first  # used: now the most recent
-    third = sessions.new("cy")
-    assert len(sessions) == 2 and sessions.get(second.id) is None  # the least recently used went
-    assert sessions.get(first.id) is first and sessions.get(third.id) is third
+    reviewer = sessions.new("ann")
+    assert sessions.get(reviewer.id) is reviewer  # the cookie came back: established
+    flood = [sessions.new() for _ in range(50)]
+    assert sessions.get(reviewer.id) is reviewer
+    assert len(sessions) == 3 and sessions.get(flood[0].id) is None and sessions.get(flood[-1].id) is flood[-1]
+    bob, cy = sessions.new("bob"), sessions.new("cy")
+    assert sessions.get(bob.id) is bob and sessions.get(cy.id) is cy  # established ones evict each other
+    assert sessions.get(reviewer.id) is None and len(sessions) == 2
     script = sessions.new("bot", keep=False)
-    assert sessions.get(script.id) is None and len(sessions) == 2
+    assert sessions.get(script.id) is None
+
+
+def test_a_flood_of_cookieless_requests_leaves_the_reviewers_session_working(run_home):
+    with TestClient(create_app(DeskSettings(home=run_home, run_id="xss")), base_url="http://127.0.0.1:8765") as client:
+        page = client.get("/desk")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        check_id = re.search(r'name="check_id" value="([^"]+)"', page.text).group(1)
+        assert client.get("/api/desk").status_code == 200  # the cookie came back: established
+        stranger = TestClient(client.app, base_url="http://127.0.0.1:8765")
+        for _ in range(1100):  # more than the cap
+            stranger.cookies.clear()
+            stranger.get("/api/desk")
+        form = {"check_id": check_id, "decision": "skip", "reviewer": "ann",
+                "csrf": csrf.group(1) if csrf else ""}
+        done = client.post("/desk/decide", data=form, headers={"origin": "http://127.0.0.1:8765"},
+                           follow_redirects=False)
+        assert done.status_code == 303, done.text
