@@ -176,12 +176,15 @@ async def split_for_sample(
     a finished run's figures stay put (`ragcourt rerun --changed` is how an edit reaches a run). Otherwise the
     frozen split, pinned to the run as it is used.
     """
+    outdated = False
     for split in pinned:
-        if split.kind is kind and split.source_text == text:
-            return split
+        if split.kind is kind:
+            if split.source_text == text:
+                return split
+            outdated = True  # the sample's text changed since (a resumed run over an edited dataset)
     split = await frozen_split(store, decomposer, kind, text, question, in_flight)
     if split.status is VerdictStatus.OK:
-        await store.apin_split(run_id, sample_id, split)
+        await store.apin_split(run_id, sample_id, split, replace=outdated)
     return split
 
 

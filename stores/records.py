@@ -756,9 +756,11 @@ class RecordStore:
         if statements:
             await self._group.submit(statements)
 
-    async def apin_split(self, run_id: str, sample_id: str, split: Decomposition) -> None:
-        """Keep the split a sample of a run is evaluated with; the first one pinned stays."""
-        sql = "INSERT OR IGNORE INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?)"
+    async def apin_split(self, run_id: str, sample_id: str, split: Decomposition, *, replace: bool = False) -> None:
+        """Keep the split a sample of a run is evaluated with; the first one pinned stays, unless `replace`
+        (the pinned one was of another text)."""
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        sql = f"{verb} INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?)"
         await self._group.submit([(sql, [(run_id, sample_id, str(split.kind), split.model_dump_json())])])
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:

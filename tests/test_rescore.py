@@ -20,7 +20,7 @@ from ragcourt.element_lists import export_lines, import_lines
 from ragcourt.rerun import copy_rows
 from ragcourt.rescore import arescore_run
 from ragcourt.runner import DIAGNOSTICS_FILE, Runner
-from ragcourt.schema import Chunk, DecompositionKind, ElementStatus, Sample
+from ragcourt.schema import Chunk, DecompositionKind, ElementStatus, Sample, SampleStatus
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
 
@@ -93,3 +93,16 @@ async def test_a_resumed_run_keeps_the_splits_its_finished_samples_used(store, t
     elements = next(p for p in first if p.kind is DecompositionKind.ELEMENTS)
     await store.apin_split("base", "w1", elements.model_copy(update={"items": ("something else",)}))
     assert store.pinned_splits("base", "w1") == first
+
+
+async def test_a_pin_of_another_text_is_replaced_by_the_split_used(store, tmp_path):
+    """Killed after pinning, resumed after the dataset's reference was fixed: the sample runs with the new
+    text's split, and that one must be pinned, or a later element edit would reach the finished run."""
+    await _evaluate(store, tmp_path, "base")
+    fixed = WARRANTY.model_copy(update={"reference_answer": "The warranty lasts three years."})
+    context = _context(CONFIG, Precomputed(), store, Models(CONFIG, store), None, None)
+    runner = Runner(context, "base", tmp_path / "runs" / "base")
+    store.put(store.get_diagnostics("base", "w1")[0].model_copy(update={"status": SampleStatus.FAILED}))
+    [d async for d in runner.astream([fixed, OTHER])]
+    pinned = {p.kind: p for p in store.pinned_splits("base", "w1")}
+    assert pinned[DecompositionKind.ELEMENTS].items == ("The warranty lasts three years.",)
