@@ -7,6 +7,7 @@ diagnostics stream, the config used and, for inline review, the LangGraph checkp
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -344,8 +345,11 @@ async def astream(
     the workspace directory (str or PathLike).
     """
     plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset)
-    async for diagnostics in _stream(plan):
-        yield diagnostics
+    # On ragcourt's loop, as `evaluate`; closed with this generator, so a consumer that stops early has the
+    # run stopped and its lock released when its `aclose()` returns.
+    async with contextlib.aclosing(background_loop.stream(_stream(plan))) as streamed:
+        async for diagnostics in streamed:
+            yield diagnostics
 
 
 async def aevaluate(
@@ -364,7 +368,13 @@ async def aevaluate(
     """All diagnostics of `astream` (same arguments), in the dataset's order."""
     plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset)
     position = {sample.id: i for i, sample in enumerate(plan.samples)}
-    collected = [d async for d in _stream(plan)]
+
+    async def collect() -> list[SampleDiagnostics]:
+        return [d async for d in _stream(plan)]
+
+    # On ragcourt's loop, as `evaluate`: a ChatOpenAI shares one connection pool per base URL, bound to the
+    # loop that first used it, so every ragcourt run must use the same loop whichever API started it.
+    collected = await background_loop.run_async(collect())
     collected.sort(key=lambda d: position.get(d.sample_id, len(position)))
     return EvalResult(run_id=plan.run_id, run_dir=plan.workspace.run_dir(plan.run_id), diagnostics=collected)
 

@@ -15,7 +15,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -96,3 +96,53 @@ def run(coroutine: Coroutine[Any, Any, T], *, async_hint: str = "await the async
             with contextlib.suppress(BaseException):  # a second interrupt: stop waiting
                 finished.wait(CANCEL_GRACE_S)
         raise
+
+
+async def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await `coroutine` on the persistent loop from whatever loop the caller runs: `aevaluate` and
+    `evaluate` then share clients bound to one loop, in either order (cancelling the caller cancels it)."""
+    if in_loop_thread():
+        return await coroutine
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, get_loop()))
+
+
+async def stream(items: AsyncIterator[T]) -> AsyncIterator[T]:
+    """Iterate `items` on the persistent loop and hand each to the caller's loop as it comes (`astream`).
+    A consumer that stops early cancels the iteration, so its `finally` blocks run (the run lock, the store)."""
+    if in_loop_thread():
+        async for item in items:
+            yield item
+        return
+    caller = asyncio.get_running_loop()
+    handed: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue()  # (is the end, an item / None / an exception)
+
+    def hand(end: bool, value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody is waiting any more
+            caller.call_soon_threadsafe(handed.put_nowait, (end, value))
+
+    async def produce() -> None:
+        try:
+            async for item in items:
+                hand(False, item)
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, who raises it
+            hand(True, error)
+            if isinstance(error, asyncio.CancelledError):
+                raise
+        else:
+            hand(True, None)
+
+    producer = asyncio.run_coroutine_threadsafe(produce(), get_loop())
+    try:
+        while True:
+            end, value = await handed.get()
+            if not end:
+                yield value
+            elif value is not None:
+                raise value
+            else:
+                return
+    finally:
+        if not producer.done():  # the consumer stopped early: stop the run and wait until it has unwound
+            producer.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wrap_future(producer)

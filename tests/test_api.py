@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -84,6 +85,37 @@ def test_two_sync_evaluate_calls_share_one_chat_openai(tmp_path, openai_server) 
         assert [d.status for d in result.diagnostics] == [SampleStatus.OK, SampleStatus.OK], \
             (run_id, [d.error for d in result.diagnostics])
     assert openai_server.count("/v1/chat/completions") == 4
+
+
+def test_sync_then_async_calls_share_one_chat_openai(tmp_path, openai_server) -> None:
+    """evaluate() then `await aevaluate()` / astream() with the same ChatOpenAI: every run is on ragcourt's
+    loop, whichever API started it (both samples failed with 'bound to a different event loop')."""
+    openai_server.responder = lambda request: "Ada Lovelace founded Acme."
+    retriever, chain = langchain_app(openai_server.base_url)
+    first = ragcourt.evaluate(SAMPLES, retriever=retriever, chain=chain, home=tmp_path, run_id="sync")
+
+    async def then_async() -> tuple[list, list]:
+        awaited = await ragcourt.aevaluate(SAMPLES, retriever=retriever, chain=chain, home=tmp_path, run_id="async")
+        streamed = [d async for d in ragcourt.astream(SAMPLES, retriever=retriever, chain=chain, home=tmp_path,
+                                                       run_id="stream")]
+        return awaited.diagnostics, streamed
+
+    awaited, streamed = asyncio.run(then_async())
+    for diagnostics in (first.diagnostics, awaited, streamed):
+        assert sorted((d.sample_id, d.status) for d in diagnostics) == [
+            ("acme", SampleStatus.OK), ("kettle", SampleStatus.OK)], [d.error for d in diagnostics]
+
+
+async def test_a_stream_left_early_releases_its_run(tmp_path) -> None:
+    """Closing astream early cancels the run on ragcourt's loop and waits until its lock and store are
+    released: the same run resumes at once (what finished is kept)."""
+    async with contextlib.aclosing(ragcourt.astream(PRECOMPUTED, Precomputed(), home=tmp_path,
+                                                    run_id="early")) as stream:
+        async for _ in stream:
+            break
+    result = await asyncio.wait_for(ragcourt.aevaluate(PRECOMPUTED, Precomputed(), home=tmp_path, run_id="early"),
+                                    timeout=30)
+    assert [d.status for d in result.diagnostics] == [SampleStatus.OK, SampleStatus.OK]
 
 
 def test_repeated_sync_calls_share_one_loop_started_on_first_use(tmp_path) -> None:
