@@ -15,7 +15,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -108,41 +108,68 @@ async def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
 
 async def stream(items: AsyncIterator[T]) -> AsyncIterator[T]:
     """Iterate `items` on the persistent loop and hand each to the caller's loop as it comes (`astream`).
-    A consumer that stops early cancels the iteration, so its `finally` blocks run (the run lock, the store)."""
-    if in_loop_thread():
-        async for item in items:
-            yield item
-        return
-    caller = asyncio.get_running_loop()
-    handed: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue()  # (is the end, an item / None / an exception)
 
-    def hand(end: bool, value: Any) -> None:
+    As a generator would, the iteration waits at each item until the consumer asks for the next (so a run is
+    still running, its lock held, while the consumer handles its last item). A consumer that stops early
+    (aclose, an exception, cancellation) stops the iteration and waits until it has unwound: `items` is
+    closed, so its `finally` blocks (the run lock, the store) have run when this generator is closed.
+    """
+    if in_loop_thread():
+        async with contextlib.aclosing(items):
+            async for item in items:
+                yield item
+        return
+    caller, loop = asyncio.get_running_loop(), get_loop()
+    handed: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue()  # (is the end, an item / None / an exception)
+    unwound = asyncio.Event()  # in the caller's loop: the iteration is over and `items` closed
+    asked = asyncio.Event()  # in the persistent loop: the consumer wants the next item
+    tasks: list[asyncio.Task[None]] = []
+    began = False  # read and written in the persistent loop's thread only
+
+    def to_caller(callback: Callable[..., object], *args: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody is waiting any more
-            caller.call_soon_threadsafe(handed.put_nowait, (end, value))
+            caller.call_soon_threadsafe(callback, *args)
 
     async def produce() -> None:
+        nonlocal began
+        began = True
         try:
-            async for item in items:
-                hand(False, item)
+            async with contextlib.aclosing(items):  # stopped while waiting below: close `items` too
+                async for item in items:
+                    to_caller(handed.put_nowait, (False, item))
+                    await asked.wait()
+                    asked.clear()
+        except asyncio.CancelledError:
+            raise
         except BaseException as error:  # noqa: BLE001 - handed to the consumer, who raises it
-            hand(True, error)
-            if isinstance(error, asyncio.CancelledError):
-                raise
+            to_caller(handed.put_nowait, (True, error))
         else:
-            hand(True, None)
+            to_caller(handed.put_nowait, (True, None))
+        finally:
+            to_caller(unwound.set)
 
-    producer = asyncio.run_coroutine_threadsafe(produce(), get_loop())
+    def start() -> None:
+        tasks.append(loop.create_task(produce()))
+
+    def stop() -> None:  # runs after start (one thread, callbacks in order)
+        tasks[0].cancel()
+        if not began:  # cancelled before its first step: the body never runs, and there is nothing to unwind
+            to_caller(unwound.set)
+
+    loop.call_soon_threadsafe(start)
+    ended = False
     try:
         while True:
             end, value = await handed.get()
             if not end:
                 yield value
-            elif value is not None:
+                loop.call_soon_threadsafe(asked.set)
+                continue
+            ended = True
+            if value is not None:
                 raise value
-            else:
-                return
+            return
     finally:
-        if not producer.done():  # the consumer stopped early: stop the run and wait until it has unwound
-            producer.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wrap_future(producer)
+        if not ended:
+            loop.call_soon_threadsafe(stop)
+        await unwound.wait()
