@@ -27,6 +27,7 @@ from ragcourt.jury import Judge
 from ragcourt.metrics.dice import (
     DEFAULT_BOOTSTRAP_RESAMPLES,
     DEFAULT_K,
+    INITIAL_RATING,
     Baseline,
     BaselineTier,
     MatchFn,
@@ -230,6 +231,9 @@ class BaselinePool(BaseModel):
     entries: tuple[PoolEntry, ...]
     judges: tuple[str, ...]
     run_id: str
+    # the tournament that rated the entries: a new system's Elo against them uses the same scale
+    k: float = DEFAULT_K
+    initial_rating: float = INITIAL_RATING
 
     def tiered(self) -> list[PoolEntry]:
         order = list(BaselineTier)
@@ -263,7 +267,8 @@ def save_pool(directory: Path, report: RankingReport, answer_sets: Sequence[Answ
                                       for s in answer_set.answers.values()), encoding="utf-8")
         entries.append(PoolEntry(name=standing.system, file=target.name, rating=standing.elo,
                                  tier=tiers.get(standing.system)))
-    pool = BaselinePool(entries=tuple(entries), judges=tuple(report.judge_ids), run_id=report.run_id)
+    pool = BaselinePool(entries=tuple(entries), judges=tuple(report.judge_ids), run_id=report.run_id,
+                        k=report.tournament.k, initial_rating=report.tournament.initial_rating)
     (directory / POOL_MANIFEST).write_text(pool.model_dump_json(indent=2), encoding="utf-8")
     return pool
 
@@ -285,6 +290,8 @@ class TierReport:
     outcomes: dict[str, tuple[QuestionOutcome, ...]]  # baseline name -> the new system (as A) vs it
     calls: JudgeCallCount
     n_questions: int
+    k: float  # of the pool's tournament, which the new system's Elo uses too
+    initial_rating: float
 
 
 async def place_against_baselines(
@@ -312,9 +319,10 @@ async def place_against_baselines(
     results, played, calls = await _play({s.name: s for s in all_sets}, questions, judges, store, run_id, settings,
                                          schedule)
     baselines = [Baseline(name=e.name, tier=e.tier, rating=e.rating) for e in tiered]  # type: ignore[arg-type]
-    # the pool's ratings come from a tournament with this K from the initial rating: the new system's Elo is
-    # the seed's update on that scale (metrics.dice.elo_against_baselines)
+    # the new system's Elo is the seed's update on the pool's scale: the K and initial rating of the tournament
+    # that rated the baselines, as the pool recorded them (metrics.dice.elo_against_baselines)
     pairs = list(zip(baselines, results, strict=True))
-    position = tier_position(pairs, k=settings.k)  # type: ignore[arg-type]
+    position = tier_position(pairs, k=pool.k, initial_rating=pool.initial_rating)  # type: ignore[arg-type]
     return TierReport(run_id=run_id, system=new.name, position=position,
-                      outcomes={b: o for (_, b), o in played.items()}, calls=calls, n_questions=len(questions))
+                      outcomes={b: o for (_, b), o in played.items()}, calls=calls, n_questions=len(questions),
+                      k=pool.k, initial_rating=pool.initial_rating)

@@ -16,7 +16,6 @@ from ragcourt.commands.output import fail as _fail
 from ragcourt.config import EvalConfig, JudgeSpec
 from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
 from ragcourt.metrics.dice import (
-    INITIAL_RATING,
     PlacementBasis,
     TierPosition,
     TournamentMode,
@@ -99,7 +98,7 @@ def _placement_text(position: TierPosition) -> str:
     return f"{position.placement.value.replace('_', ' ')} ({basis})"
 
 
-def print_tiers(report: TierReport, k: float) -> None:
+def print_tiers(report: TierReport) -> None:
     position = report.position
     rows = [
         [str(r.baseline.tier), r.baseline.name, f"{r.baseline.rating:.1f}", str(r.question_wins),
@@ -114,7 +113,8 @@ def print_tiers(report: TierReport, k: float) -> None:
         ["tier", "baseline", "Elo", "W", "T", "L", "share", "match"], rows,
     )
     elo = "n/a (" + str(position.elo.na_reason) + ")" if position.elo.value is None else f"{position.elo.value:.1f}"
-    console.print(f"Elo against the frozen baselines (one round from {INITIAL_RATING:g}, K={k:g}): {elo}; "
+    console.print(f"Elo against the frozen baselines (one round from {report.initial_rating:g}, K={report.k:g}, "
+                  f"as the pool was rated): {elo}; "
                   f"placement: {_placement_text(position)}")
     sources: dict = {}
     bias: dict[str, list[int]] = {}
@@ -171,8 +171,7 @@ def rank(
     try:
         judges = Models(config, store).judges()
         if baselines is not None:
-            print_tiers(asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs)),
-                        settings.k)
+            print_tiers(asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs)))
             return
         report = asyncio.run(rank_systems(answer_sets, judges, store, settings, refs))
         print_ranking(report)

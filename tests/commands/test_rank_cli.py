@@ -48,6 +48,8 @@ def test_rank_three_systems_over_hotpotqa_then_place_a_new_one_against_the_pool(
     assert order[:3] == ["reference", "first_sentence", "dont_know"]  # the table, best first
     said = " ".join(ranked.output.split())  # the console wraps long lines
     assert "high: reference" in said and "medium: first_sentence" in said and "low: dont_know" in said
+    manifest = json.loads((tmp_path / "pool" / "baselines.json").read_text())
+    assert (manifest["k"], manifest["initial_rating"]) == (32.0, 1500.0)  # the scale a new system's Elo uses
 
     # A system with the medium baseline's very answers ties it on every question: level with medium.
     same_as_medium = write_answers(tmp_path / "copy.jsonl", first_sentence, gold)
@@ -56,7 +58,7 @@ def test_rank_three_systems_over_hotpotqa_then_place_a_new_one_against_the_pool(
     assert placed.exit_code == 0, placed.output
     said = " ".join(placed.output.split())
     assert "placement: level with medium (by the matches)" in said
-    rating = float(re.search(r"frozen baselines \(one round from 1500, K=32\): ([0-9.]+);", said).group(1))
+    rating = float(re.search(r"frozen baselines \(one round from 1500, K=32, as the pool was rated\): ([0-9.]+);", said).group(1))
     # one round from 1500 against the frozen baselines (seed 001, 3.3): 1500 + 32 [(0.5/12 - E(1500, 1528.6))
     # + (0.5 - E(1500, 1494.2)) + (9.5/12 - E(1500, 1477.1))] = 1494.7, by medium's 1494.2 that it tied. (The
     # performance rating it replaces gave about 1461, below the low baseline it beat.)
