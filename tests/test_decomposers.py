@@ -224,8 +224,21 @@ async def test_concurrent_samples_with_one_reference_share_one_split(store: Reco
     model = scripted_model(builders={"ElementList": lambda _: ELEMENTS})
     llm = decomposer(model)
     questions = [f"{QUESTION} ({i})" for i in range(5)]
+    arrived = asyncio.Barrier(5)
 
-    racing = await asyncio.gather(*(frozen_split(store, llm, DecompositionKind.ELEMENTS, REFERENCE, q)
+    @dataclass
+    class AllAtOnce:
+        """Holds each split until all five samples are splitting: the race, whatever the machine's load."""
+        model_id: str = llm.model_id
+
+        def prompt_hash(self, kind: DecompositionKind) -> str:
+            return llm.prompt_hash(kind)
+
+        async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+            await arrived.wait()
+            return await llm.split(kind, text, question)
+
+    racing = await asyncio.gather(*(frozen_split(store, AllAtOnce(), DecompositionKind.ELEMENTS, REFERENCE, q)
                                     for q in questions))
     assert model.calls == 5  # the race this guards against
 
