@@ -27,6 +27,7 @@ from ragcourt.metrics.cube import (
 from ragcourt.na_notes import NaNotes, NotedFrame
 from ragcourt.schema import NORMAL, CheckKind, ConditionKind, MetricValue, Sample
 from ragcourt.stores.records import RecordStore
+from ragcourt.systems import Precomputed
 
 SETS = {ConditionKind.NORMAL: AnswerSet.RAG, ConditionKind.CLOSED_BOOK: AnswerSet.CLOSED_BOOK,
         ConditionKind.ORACLE: AnswerSet.ORACLE}
@@ -102,13 +103,22 @@ class CubeInputs:
     counts: CubeCounts
 
 
+def _why_no_bound(store: RecordStore, run_id: str, kind: ConditionKind, samples: Sequence[Sample]) -> str:
+    if kind is ConditionKind.ORACLE and not any(s.gold_documents for s in samples):
+        return ("no sample has gold_documents: the oracle answers from the gold document alone, and gold_titles "
+                "do not carry its text")
+    run = store.get_run(run_id)
+    if run is not None and run.system == Precomputed.name:
+        return "a precomputed system needs a generator model configured for them: bounds_generator"
+    return f"no sample's {kind} answer succeeded: see the run's failed answers"
+
+
 def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInputs | Unavailable:
     samples = store.get_samples(run_id)
     answers = {(a.sample_id, a.condition.kind) for a in store.get_answers(run_id)}
     for kind in (ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE):
         if not any((s.id, kind) in answers for s in samples):
-            return Unavailable(f"no {kind} answers: the CuBE bounds are missing (a precomputed system needs a "
-                               f"generator model configured for them: bounds_generator)")
+            return Unavailable(f"no {kind} answers: the CuBE bounds are missing ({_why_no_bound(store, run_id, kind, samples)})")
     normal = {r.sample_id: r for r in store.get_retrievals(run_id) if r.condition == NORMAL}
     ranks = [gold_rank(s, normal[s.id].chunks) if s.id in normal else 0 for s in samples]
     checks = [c for c in store.checks_for(run_id) if c.kind is CheckKind.DIMENSION_SCORE]

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from ragcourt.api import Models, Workspace, _context
-from ragcourt.config import EvalConfig, JudgeSpec, Method
+from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.datasets import BundledDataset, bundled, load_hotpotqa
 from ragcourt.jury import LLMJudge
 from ragcourt.llm.factory import build_client
@@ -92,8 +92,9 @@ def per_sample(questions: int, home: Path) -> None:
         for start in range(0, len(hotpot.corpus), 128):
             vectors.index(COLLECTION, hotpot.corpus[start:start + 128])
     print(f"indexing (MiniLM, not the LLM): {time.perf_counter() - started:.1f} s")
+    # the configuration of `ragcourt demo --local` (per_kind: the local grammar pins each reply to the ids shown)
     config = EvalConfig(judges=(JudgeSpec(model="local"), JudgeSpec(model="lexical")), answerer="local", top_k=5,
-                        methods=(Method.QCARE, Method.ELEMENTS))
+                        methods=(Method.QCARE, Method.ELEMENTS), batching=Batching.PER_KIND)
     store = workspace.open_store()
     try:
         models = Models(config, store)

@@ -52,6 +52,8 @@ from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.method_charts import CUBE_CHART, write_method_charts
 from ragcourt.runner import Runner
 from ragcourt.schema import (
+    CLOSED_BOOK,
+    Answer,
     Check,
     CheckKind,
     Chunk,
@@ -289,6 +291,11 @@ async def test_precomputed_system_without_a_bounds_generator_reports_the_bounds_
     assert "bounds_generator" in missing.reason
     assert write_method_charts(store, "pre", cfg, tmp_path / "charts") == {tmp_path / "charts" / CUBE_CHART: missing.reason}
     assert not (tmp_path / "charts" / CUBE_CHART).exists()
+    # samples without gold documents have no oracle bound whatever the system: that is the reason given
+    store.put_samples("pre", [s.model_copy(update={"gold_documents": ()}) for s in precomputed_samples()])
+    store.put(Answer(run_id="pre", sample_id=precomputed_samples()[0].id, condition=CLOSED_BOOK, text="a guess"))
+    no_gold = cube_inputs(store, "pre", cfg)
+    assert isinstance(no_gold, Unavailable) and "no sample has gold_documents" in no_gold.reason
 
 
 async def test_precomputed_system_with_a_bounds_generator_answers_closed_book_and_oracle(
