@@ -56,6 +56,7 @@ from ragcourt.schema import (
 from ragcourt.stores.records import RecordStore
 from ragcourt.summary import RunSummary, summarize
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
+from ragcourt.text import has_cjk
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")
@@ -183,6 +184,18 @@ def _evaluate(workspace: Workspace, config: EvalConfig, make_system: Callable[[M
         store.close()
 
 
+def _warn_about_english_only_embeddings(samples: Sequence[Sample], config: EvalConfig, reference: bool) -> None:
+    """The offline MiniLM is English-only: on CJK questions its retrieval and the semantic judge are near random,
+    and nothing else would say so (a Chinese walkthrough got confident wrong verdicts, unanimous with lexical)."""
+    users = [*(["the semantic judge"] if any(j.model == "semantic" for j in config.judges) else []),
+             *(["the reference system's retrieval"] if reference else [])]
+    cjk = sum(has_cjk(s.question) for s in samples)
+    if users and cjk * 10 >= len(samples):
+        console.print(f"[yellow]warning:[/yellow] {cjk} of {len(samples)} questions are in Chinese or Japanese; the "
+                      f"offline embedding (all-MiniLM-L6-v2) is English-only, so {' and '.join(users)} are close to "
+                      "random on them: use LLM judges (and your own retriever) for such data")
+
+
 def _reference(workspace: Workspace, collection: str) -> Callable[[Models], RAGSystem]:
     return lambda models: ReferenceRAG(workspace.open_vectors(), collection, models.generator())
 
@@ -306,6 +319,7 @@ def run(
         workspace.run_dir(run_id)
     except ValueError as error:
         fail(str(error))
+    _warn_about_english_only_embeddings(samples, config, system == "reference")
     _evaluate(workspace, config, make_system, samples, run_id, str(dataset), collection_used)
     console.print(escape(f"run {run_id}: {workspace.run_dir(run_id)}"))
 

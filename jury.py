@@ -22,7 +22,7 @@ from ragcourt.llm.client import LLMClient, StructuredResult
 from ragcourt.metrics.cuer import answered_yes_no, bare_yes_no
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Check, CheckKind, Label, TokenUsage, UnscoredReason, Verdict, VerdictStatus
-from ragcourt.text import content_tokens, overlap, sentences
+from ragcourt.text import content_tokens, numbers, overlap, sentences
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -300,6 +300,10 @@ class BaselineRule(StrEnum):
 
 
 THRESHOLDS = {BaselineRule.LEXICAL: (0.5, 0.34), BaselineRule.SEMANTIC: (0.55, 0.45)}
+# Checks whose subject must be stated by the target: a number the subject states and the target does not
+# ("500元" against "300元", "50万" against "5万") decides "no" whatever the overlap, which counts a
+# number as one token among many (text.numbers reads digits and Chinese numerals, not English number words).
+NUMBER_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER, CheckKind.CLAIM_SUPPORTED)
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -350,6 +354,12 @@ class BaselineJudge:
             element = bare_yes_no(check.subject_text)
             if element is not None:
                 return self._yes_no_element(kind, check, element, common)
+        if kind in NUMBER_KINDS:
+            missing = numbers(check.subject_text) - numbers(check.target_text)
+            if missing:
+                shown = ", ".join(sorted(missing))
+                return Verdict(label=Label.NO, rationale=f"{self.rule}: the number(s) {shown} are not in the target",
+                               **common)
         strict, lenient = THRESHOLDS[self.rule]
         threshold = lenient if kind is CheckKind.CLAIM_SERVES_SUBQUERY else strict
         similarity = self._similarity(check.subject_text, check.target_text)

@@ -17,6 +17,7 @@ Frames keep undefined figures as None (object columns) with a reason column, nev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,11 +25,43 @@ import pandas as pd
 
 from ragcourt.metrics.elements import Z_95, is_noise, noise_band, run_to_run_noise
 from ragcourt.metrics.values import MetricName
+from ragcourt.nodes.scorer import POINTER_ELEMENTS_DROPPED
 from ragcourt.schema import Sample, SampleDiagnostics, SampleStatus
 
 DEFAULT_METRIC = MetricName.ELEMENT_COVERAGE.value
 ALL = "(all)"
 PAIRED_BAND = "paired A-B differences"
+
+
+# Metrics reported with a cut-off k (`MetricName.at`): C-Prec@k and C-nDCG@k of the retrieval's top_k.
+CUT_OFF_METRICS = (MetricName.C_PRECISION.value, MetricName.C_NDCG.value)
+EXTRA_METRICS = (POINTER_ELEMENTS_DROPPED,)  # per-sample names the scorer adds outside MetricName
+
+
+def known_metric_names() -> list[str]:
+    """Every metric name a run can report, for messages: MetricName values, the scorer's own, NAME@K."""
+    return [*(m.value for m in MetricName), *EXTRA_METRICS, *(f"{m}@K" for m in CUT_OFF_METRICS)]
+
+
+def is_known_metric(name: str) -> bool:
+    """Whether `name` is a metric a run can report: a MetricName value, a scorer-added name, or a
+    cut-off metric with a positive integer k (`c_prec@5`). Checked before anything runs."""
+    base, at, k = name.partition("@")
+    if at:
+        return base in CUT_OFF_METRICS and re.fullmatch(r"[1-9][0-9]*", k) is not None
+    return name in {m.value for m in MetricName} or name in EXTRA_METRICS
+
+
+def unknown_metrics(names: Sequence[str]) -> list[str]:
+    """The names in `names` that no run can report (misspellings), in the given order."""
+    return [name for name in names if not is_known_metric(name)]
+
+
+def nothing_varied(frame: pd.DataFrame) -> bool:
+    """Whether a `noise_frame` shows the two runs gave identical values on every paired question (the
+    whole-run row has sd 0 and mean difference 0): its band of 0 measures no noise at all."""
+    rows = frame.loc[frame["group"] == ALL].to_dict("records")
+    return bool(rows) and rows[0]["per_question_sd"] == 0 and rows[0]["mean_difference"] == 0
 
 
 def metric_values(diagnostics: Sequence[SampleDiagnostics], metric: str) -> tuple[dict[str, float], int]:

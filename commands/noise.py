@@ -16,7 +16,17 @@ from ragcourt.commands.output import Home, console
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, load_config
 from ragcourt.datasets import DatasetError
-from ragcourt.noise import DEFAULT_METRIC, PAIRED_BAND, compare_frame, metric_names, noise_frame, repeat_sds
+from ragcourt.noise import (
+    DEFAULT_METRIC,
+    PAIRED_BAND,
+    compare_frame,
+    known_metric_names,
+    metric_names,
+    noise_frame,
+    nothing_varied,
+    repeat_sds,
+    unknown_metrics,
+)
 from ragcourt.runner import Runner
 from ragcourt.schema import Decomposition, DecompositionKind, Sample, SampleDiagnostics, content_id
 from ragcourt.stores.records import RecordStore
@@ -26,7 +36,12 @@ NOISE_COLUMNS = {"group": "group", "n_questions": "n", "n_unpaired": "unpaired",
 COMPARE_COLUMNS = {"metric": "metric", "n_questions": "n", "mean_a": "A", "mean_b": "B", "difference": "B-A",
                    "band": "± band", "verdict": "verdict"}
 
-
+NOTHING_VARIED = (
+    "warning: the band of {metric} is 0 because nothing varied: both runs gave identical values on every "
+    "question (likely precomputed answers, rule-based judges such as lexical, or a temperature-0 "
+    "deterministic model). It says nothing about the run-to-run noise of a real system; repeat with the "
+    "live system and LLM judges to measure that."
+)
 
 
 def _cell(value: object) -> str:
@@ -116,6 +131,10 @@ def noise(
     """Per-question standard deviation between two runs of one configuration and the band within which a
     change of a mean is noise (z = 1.96), for the whole run and per subgroup."""
     metrics = metric or [DEFAULT_METRIC]
+    unknown = unknown_metrics(metrics)
+    if unknown:  # before anything runs: a misspelling must not cost two evaluations
+        _fail(f"unknown metric(s): {', '.join(unknown)} (known: {', '.join(known_metric_names())}; K a positive "
+              "integer, the retrieval's top_k)")
     if config_file is not None:
         if dataset is None:
             _fail("--config needs --dataset")
@@ -152,6 +171,8 @@ def noise(
         frame = noise_frame(first, second, samples, name, by)
         _print_frame(f"run-to-run noise of {name}: band = 1.96 x sd / sqrt(n); a change of a mean inside "
                      f"it is noise", frame, NOISE_COLUMNS)
+        if nothing_varied(frame):
+            console.print(escape(NOTHING_VARIED.format(metric=name)), style="yellow")
 
 
 def _element_lists(store: RecordStore) -> list[Decomposition]:

@@ -198,14 +198,50 @@ _EN_TARGET = re.compile(
           |regulations?|manual|handbook|guidelines?|policy|document(?:ation)?|§)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
+# Chinese lead-ins that name no topic: generic ("具体流程", "相关规定", "更多信息"), back-references
+# ("以上内容", "上述规定") and "如需了解更多". A lead-in naming a topic ("报销流程详见附件2") is not
+# matched: telling a topic from a fact would need the documents, and the filter errs on keeping.
+_ZH_LEAD = (
+    r"(?:(?:具体|详细|相关|有关|更多|其他|其余|其它)的?"
+    r"(?:流程|内容|信息|规定|要求|操作|步骤|标准|细节|说明|事项|条件|办法|做法|情况|详情|条款)?"
+    r"|详情|以上(?:内容|规定|要求|事项|信息)?|上述(?:内容|规定|要求|事项|信息)?|前述(?:内容|规定|要求|事项)?"
+    r"|如(?:需|要|想|欲|您需要|您想)(?:进一步)?(?:了解|查看|查询|知悉|获取)"
+    r"(?:更多|详细|具体|相关|详情)?的?(?:信息|内容|详情|规定|要求|情况|细节)?)?"
+)
+_ZH_SEP = r"[，,：:、\s]*"
+_ZH_MODAL = r"(?:请您?|敬请|您?也?可以?|均|一律)?"
+_ZH_END = r"[。．.；;，,！!\s]*$"  # a split element may keep its sentence's end or a clause separator
 _ZH_POINTER = re.compile(
-    r"^(?:详细内容|详细信息|详细规定|详情|具体内容|具体规定|具体要求|具体|更多(?:信息|内容|详情))?"
-    r"[，,：:\s]*(?:请)?(?:详见|参见|参阅|参照|参考|查阅|见)(?P<target>.+?)"
-    r"(?:的?(?:相关)?规定|了解详情|获取详情)?[。.]?$"
+    rf"^{_ZH_LEAD}{_ZH_SEP}{_ZH_MODAL}(?P<verb>详见|参见|参阅|参照|参考|参看|查阅|查看|请见|见)"
+    r"(?P<target>.+?)"
+    r"(?:中?的?(?:相关|有关)?(?:规定|要求|说明)|(?:以|来)?(?:了解|获取|查看)(?:详情|更多(?:信息|内容)?|详细(?:信息|内容)?))?"
+    + _ZH_END
+)
+# "（具体）以《员工手册》第4.2条为准": the documents decide; no fact of its own.
+_ZH_PREVAILS = re.compile(
+    rf"^{_ZH_LEAD}{_ZH_SEP}{_ZH_MODAL}以(?P<target>.+?)(?:中?的?(?:相关|有关)?规定)?为准" + _ZH_END
 )
 _ZH_TARGET = re.compile(
-    r"第.{1,8}?[章节条款篇项部]|[《》>＞]|规则|规定|制度|办法|手册|细则|附件|附录|章节|条款|指引|文件"
+    r"第.{1,8}?[章节条款篇项部]|[《》>＞]|规则|规定|制度|办法|手册|细则|附件|附录|章节|条款|指引|指南|文件"
 )
+# A target that carries content is not a pure pointer: a clause or sentence break, a quantity with a
+# unit ("30天内"), or an obligation ("须", "不得").
+_ZH_FACT_IN_TARGET = re.compile(
+    r"[，,；;。：:！!？?]|\d+(?:\.\d+)?\s*(?:个)?(?:天|日|周|月|年|小时|分钟|元|万|亿|%|％|次|人)"
+    r"|须|应当|不得|不可|禁止|必须"
+)
+_EN_FACT_IN_TARGET = re.compile(
+    r"[:;]|\.\s+\S|\b(?:for|must|shall|should|is|are|was|were|will|may|can(?:not)?|has|have)\b",
+    re.IGNORECASE,
+)
+
+
+def _english_target_is_a_place(target: str) -> bool:
+    """Every comma-separated part names a place ("the Handbook, section 4"); "Article 10, the limit is 5
+    million" carries a fact."""
+    if _EN_FACT_IN_TARGET.search(target):
+        return False
+    return all(_EN_TARGET.match(part.strip()) or ">" in part for part in target.split(","))
 
 
 def is_pointer_element(text: str) -> bool:
@@ -213,23 +249,32 @@ def is_pointer_element(text: str) -> bool:
 
     Seed 003 step 5: such elements cannot be satisfied even by a fully correct answer when the
     product cites sources in a list instead of naming locations in the text; they are a defect of
-    the measure. Pure pointers only: "See section 3 for the limit of 5 million" or
-    "审批额度为500万元，详见第三节" state a fact and are kept, and so are UI paths. English and
-    Chinese. Not detected: rewrites of a section name as "X belongs to Y" (that needs the documents'
-    section names). Callers apply it only when configured to (off by default).
+    the measure. The seed deletes elements that *only* contain a location ("只包含所在位置指引的要素")
+    and keeps the rest, so pure pointers only: "See section 3 for the limit of 5 million",
+    "As specified in Article 10, the limit is 5 million", "审批额度为500万元，详见第三节" and
+    "报销须在30天内提交，详见附件2。" state a fact and are kept whole (the fact is what an answer can
+    satisfy; trimming the pointer off would rewrite the frozen element, so that is left to a person's
+    edit). UI paths are kept, also after "查看" ("请查看 设置 > 额度"). Lead-ins must name no topic
+    ("具体流程详见附件2" is a pointer, "报销流程详见附件2" is kept). English and Chinese. Not detected:
+    rewrites of a section name as "X belongs to Y" (that needs the documents' section names). Callers
+    apply it only when configured to (off by default).
     """
     stripped = text.strip()
     english = _EN_POINTER.match(stripped)
     if english is not None:
-        target = english.group("target")
-        return bool(_EN_TARGET.match(target) or ">" in target) and not re.search(
-            r"\bfor\b", target, re.IGNORECASE
-        )
+        return _english_target_is_a_place(english.group("target"))
     chinese = _ZH_POINTER.match(stripped)
-    if chinese is not None:
-        target = chinese.group("target")
-        return bool(_ZH_TARGET.search(target)) and not re.search(r"[，,；;。]", target)
-    return False
+    verb = chinese.group("verb") if chinese is not None else None
+    if chinese is None:
+        chinese = _ZH_PREVAILS.match(stripped)
+    if chinese is None:
+        return False
+    target = chinese.group("target")
+    if _ZH_FACT_IN_TARGET.search(target):
+        return False
+    if verb == "查看":  # "查看" is also a UI action: only a document, never a bare path, is pointed at
+        return bool(_ZH_TARGET.search(target.replace(">", "").replace("＞", "")))
+    return bool(_ZH_TARGET.search(target))
 
 
 # --------------------------------------------------------------------------- measurement noise

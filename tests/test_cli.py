@@ -174,3 +174,17 @@ def test_an_inline_review_run_says_which_samples_wait_and_how_to_finish_them(tmp
     text = flat(result.output)
     assert "1 samples are paused for an inline review: ragcourt review run-" in text
     assert "0 samples (0 failed)" in text and "awaiting review" in text
+
+
+def test_a_chinese_dataset_with_the_semantic_judge_is_warned_about_the_english_only_embedding(tmp_path: Path) -> None:
+    data = tmp_path / "zh.jsonl"
+    data.write_text(json.dumps({"id": "z1", "question": "员工通讯补贴标准是多少？", "reference_answer": "每月500元。",
+                                "contexts": ["普通员工每月通讯补贴为500元。"], "answer": "每月500元。"},
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+    args = ["run", str(data), "--system", "precomputed", "--home", str(tmp_path / "ws")]
+    warned = RUNNER.invoke(app, [*args, "--judge", "lexical", "--judge", "semantic"])
+    assert warned.exit_code == 0, warned.output
+    assert "1 of 1 questions are in Chinese or Japanese" in flat(warned.output)
+    assert "the semantic judge are close to random" in flat(warned.output)
+    lexical_only = RUNNER.invoke(app, [*args, "--judge", "lexical"])
+    assert lexical_only.exit_code == 0 and "English-only" not in lexical_only.output

@@ -54,8 +54,8 @@ async def judge_one(judge: BaselineJudge, item: Check) -> Verdict:
 
 # subject content words {marie, curie, won, two, nobel, prizes}; the target has curie, nobel, prizes: 3/6
 HALF = ("Marie Curie won two Nobel Prizes", "Curie received Nobel Prizes in physics")
-# subject {curie, discovered, polonium, radium, 1898}; the target has polonium, curie: 2/5
-TWO_FIFTHS = ("Curie discovered polonium and radium in 1898", "Polonium was found by Curie")
+# subject {curie, discovered, polonium, radium, paris}; the target has polonium, curie: 2/5
+TWO_FIFTHS = ("Curie discovered polonium and radium in Paris", "Polonium was found by Curie")
 # subject {curie, discovered, radium}; the target has radium: 1/3
 ONE_THIRD = ("Curie discovered radium", "Radium glows")
 
@@ -123,6 +123,27 @@ async def test_a_bare_yes_or_no_element_is_beyond_the_rules_except_against_an_an
     other = await judge_one(judge, check(CheckKind.ELEMENT_IN_CONTEXT, "Yes, Ed Wood", "Ed Wood was American."))
     claim = await judge_one(judge, check(CheckKind.CLAIM_SUPPORTED, "Yes.", "Yes."))
     assert other.label is not None and claim.label is not None
+
+
+@pytest.mark.parametrize("rule", list(BaselineRule))
+@pytest.mark.parametrize(("subject", "target", "label"), [
+    ("普通员工每月通讯补贴为500元。", "普通员工每月通讯补贴为300元。", Label.NO),
+    ("单次采购金额超过50万元需审批。", "单次采购金额超过5万元需审批。", Label.NO),
+    ("审批需要3个工作日。", "审批需要5个工作日。", Label.NO),
+    ("The warranty lasts 2 years.", "The warranty lasts 3 years.", Label.NO),
+    ("审批需要3个工作日。", "审批需要三个工作日。", Label.YES),  # the same number in Chinese numerals
+    ("补贴为500元。", "补贴为五百元。", Label.YES),
+])
+async def test_a_number_the_target_does_not_state_is_a_no_whatever_the_overlap(
+    rule: BaselineRule, subject: str, target: str, label: Label
+) -> None:
+    """Overlap counts a number as one token among many (0.92 for 500元 against 300元 in characters):
+    a subject's number missing from the target decides "no"."""
+    judge = BaselineJudge(rule, embed=lambda texts: np.ones((len(texts), 3)))  # every text alike: overlap says yes
+    verdict = await judge_one(judge, check(CheckKind.ELEMENT_IN_CONTEXT, subject, target))
+    assert verdict.label is label, verdict.rationale
+    if label is Label.NO:
+        assert "are not in the target" in verdict.rationale
 
 
 # --------------------------------------------------------------------------- semantic baseline

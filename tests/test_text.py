@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcourt.text import content_tokens, overlap, sentences, tokens
+from ragcourt.text import content_tokens, numbers, overlap, sentences, tokens
 
 
 def test_tokens_are_lower_cased_words() -> None:
@@ -41,6 +41,9 @@ def test_content_tokens_drop_stopwords() -> None:
         ("Barack Obama", ["Barack Obama"]),
         ("  spaced out.   again.  ", ["spaced out.", "again."]),
         ("东京很大。大阪也很大。", ["东京很大。", "大阪也很大。"]),  # CJK full stop needs no space
+        # seed 003: clauses after a full-width semicolon are facts of their own
+        ("报销需提供发票原件；电子发票需打印；抬头须为公司全称。", ["报销需提供发票原件；", "电子发票需打印；", "抬头须为公司全称。"]),
+        ("Bring the receipt; keep a copy.", ["Bring the receipt; keep a copy."]),  # an ASCII one does not split
         ("", []),
         ("   ", []),
     ],
@@ -71,3 +74,17 @@ def test_overlap_without_subject_content_words_is_zero() -> None:
     assert overlap("the of and", "anything at all") == 0.0
     assert overlap("", "Paris") == 0.0
     assert overlap("Paris", "") == 0.0
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("普通员工每月通讯补贴为500元。", {"500"}),
+    ("补贴为五百元", {"500"}),  # Chinese numerals read as numbers
+    ("3个工作日", {"3"}), ("三个工作日", {"3"}),  # one Chinese digit before a measure word
+    ("单次采购金额超过50万元", {"500000"}), ("500000元", {"500000"}), ("5万元", {"50000"}),
+    ("两万三千", {"23000"}), ("一百零五", {"105"}), ("十五天", {"15"}), ("一九九八年", {"1998"}),
+    ("第4.20条", {"4.2"}), ("1,000 dollars", {"1000"}), ("２０２４年", {"2024"}),  # full-width digits: NFKC
+    ("一般情况下", set()), ("统一标准", set()), ("万一出错", set()),  # numerals inside words
+    ("ten days", set()),  # English number words are not read
+])
+def test_numbers_are_read_canonically(text: str, expected: set[str]) -> None:
+    assert numbers(text) == expected

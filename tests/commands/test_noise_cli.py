@@ -19,7 +19,17 @@ from ragcourt.api import Workspace
 from ragcourt.cli import app
 from ragcourt.decomposers import SentenceDecomposer
 from ragcourt.element_lists import current_elements
-from ragcourt.noise import ALL, PAIRED_BAND, compare_frame, metric_values, noise_frame, repeat_sds
+from ragcourt.noise import (
+    ALL,
+    PAIRED_BAND,
+    compare_frame,
+    is_known_metric,
+    metric_values,
+    noise_frame,
+    nothing_varied,
+    repeat_sds,
+    unknown_metrics,
+)
 from ragcourt.schema import (
     Decomposition,
     DecompositionKind,
@@ -140,6 +150,7 @@ def test_cli_noise_runs_one_configuration_twice_in_separate_stores(tmp_path):
     text = " ".join(result.output.split())
     assert "1 frozen element lists copied into both" in text
     assert "│ (all) │ 2 │ 0 │ 0.0000 │ 0.0000 │ 0.0000 │ yes │" in text
+    assert "warning: the band of element_coverage is 0 because nothing varied" in text  # deterministic repeats
     repeats = sorted((tmp_path / "noise").glob("*/*/store.sqlite"))
     assert len(repeats) == 2
     for path in repeats:
@@ -147,3 +158,53 @@ def test_cli_noise_runs_one_configuration_twice_in_separate_stores(tmp_path):
             (q1,) = store.get_diagnostics("repeat", "q1")
             assert [e.text for e in q1.elements] == ["Site 1 is in Rome."]  # the edited list, in both repeats
             assert q1.metric("element_coverage").value == 1.0
+
+
+@pytest.mark.parametrize("name", ["element_coverage", "completeness", "c_prec", "c_prec@5", "c_ndcg@10",
+                                  "pointer_elements_dropped", "exact_match", "grounding_score"])
+def test_known_metric_names(name):
+    assert is_known_metric(name)
+
+
+@pytest.mark.parametrize("name", ["elemnt_coverage", "c_prec@", "c_prec@0", "c_prec@x", "completeness@5",
+                                  "C_PREC@5", ""])
+def test_unknown_metric_names(name):
+    assert not is_known_metric(name)
+
+
+def test_unknown_metrics_keeps_order():
+    assert unknown_metrics(["completeness", "zz", "c_prec@3", "aa"]) == ["zz", "aa"]
+
+
+def test_misspelled_metric_fails_before_the_configuration_runs(tmp_path):
+    data, config = tmp_path / "samples.jsonl", tmp_path / "config.yaml"
+    data.write_text(json.dumps({"id": "q1", "question": "q?", "reference_answer": "A.", "contexts": ["A."],
+                                "answer": "A."}) + "\n")
+    config.write_text("methods: [elements]\njudges: [{model: lexical}]\n")
+    result = CliRunner().invoke(app, ["noise", "--config", str(config), "--dataset", str(data), "--metric",
+                                      "element_coverage", "--metric", "elemnt_coverage", "--home", str(tmp_path)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "unknown metric(s): elemnt_coverage (known: soft_relevance, c_prec," in text
+    assert "pointer_elements_dropped" in text and "c_prec@K" in text
+    assert "running the configuration twice" not in text and not (tmp_path / "noise").exists()
+
+
+def test_identical_runs_warn_that_the_band_measures_nothing(tmp_path):
+    same = run("c", {"q1": 0.5, "q2": 1.0, "q3": 0.0, "q4": 0.5}, other=1.0)
+    assert nothing_varied(noise_frame(A, same, SAMPLES))
+    assert not nothing_varied(noise_frame(A, B, SAMPLES))
+    shifted = run("d", {"q1": 0.6, "q2": 1.1, "q3": 0.1, "q4": 0.6})  # sd 0 but every question moved
+    assert not nothing_varied(noise_frame(A, shifted, SAMPLES))
+    with Workspace(tmp_path).open_store() as store:
+        for run_id, rows in (("a", A), ("c", same)):
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))
+            store.put_samples(run_id, SAMPLES)
+            store.put(*rows)
+    result = CliRunner().invoke(app, ["noise", "a", "c", "--metric", "element_coverage", "--metric",
+                                      "completeness", "--home", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    for metric in ("element_coverage", "completeness"):
+        assert f"warning: the band of {metric} is 0 because nothing varied" in text
+    assert "precomputed answers, rule-based judges" in text and "temperature-0" in text

@@ -153,6 +153,68 @@ def test_not_pointer_elements(text):
     assert not is_pointer_element(text)
 
 
+# Pure pointers a Chinese-speaking user found undetected, and their English analogues.
+REPORTED_POINTERS = [
+    "具体流程详见附件2。",
+    "如需了解更多，请查阅《员工手册》第十条。",
+    "相关规定详见《差旅管理办法》。",
+    "可参考《报销指南》第3章。",
+    "请查看附件1。",
+    "以上内容详见《员工手册》第4.2条。",
+    "具体以《员工手册》第4.2条为准。",
+    "详见《员工手册》第4.2条；",  # a split element keeping its full-width semicolon
+    "For details, refer to Appendix 2.",
+    "Please consult section 4.",
+    "As specified in Article 10.",
+]
+
+
+@pytest.mark.parametrize("text", REPORTED_POINTERS)
+def test_reported_pure_pointers(text):
+    assert is_pointer_element(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "以《员工手册》第4.2条为准",
+        "如需了解更多信息，请参阅附件2以了解详情。",
+        "更多信息请参见《员工手册》中的相关规定。",
+        "上述要求详见《差旅管理办法》第五条",
+        "Refer to the Handbook, section 4.",  # every comma-separated part names a place
+    ],
+)
+def test_more_pure_pointers(text):
+    assert is_pointer_element(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a fact plus a pointer is not a pure pointer: the seed deletes elements that only locate
+        "报销须在30天内提交，详见附件2。",
+        "详见附件2：报销须在30天内提交。",
+        "以上内容详见附件2，报销须在30天内提交。",
+        "可参考附件2，每人每天补贴100元。",
+        "具体以《员工手册》第4.2条为准，最高500元。",
+        "详见附件2中30天内提交的规定。",  # a quantity inside the reference
+        "As specified in Article 10, the limit is 5 million.",
+        "For details, refer to Appendix 2: claims must be filed within 30 days.",
+        "See Appendix 2. Claims must be filed within 30 days.",
+        # a topic in the lead-in is kept (telling a topic from a fact needs the documents)
+        "报销流程详见附件2。",
+        "报销标准以《差旅管理办法》为准。",
+        # "查看" of a UI path or of something that is not a document
+        "请查看 设置 > 额度",
+        "请查看审批状态。",
+        "如需报销，请在30天内提交。",
+        "Please consult your manager.",
+    ],
+)
+def test_fact_with_pointer_or_non_document_is_not_a_pointer(text):
+    assert not is_pointer_element(text)
+
+
 # --------------------------------------------------------------------------- measurement noise
 
 
