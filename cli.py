@@ -343,9 +343,14 @@ def summary(run_id: str, home: Home = DEFAULT_HOME) -> None:
     store = _existing_store(home)
     if store.get_run(run_id) is None:
         fail(f"no run '{run_id}' in {Workspace(home).store_path}")
+    run = store.get_run(run_id)
+    assert run is not None
+    if run.base_run:  # seed 003: a re-test records which rows it evaluated again
+        console.print(escape(f"re-test of run {run.base_run}: {len(run.rerun_sample_ids)} rows evaluated again "
+                             f"({', '.join(run.rerun_sample_ids) or 'none'}), every other row copied from it"))
     print_summary(summarize(store, run_id))
     print_element_diagnosis(store, run_id)
-    _print_method_tables(store, run_id, EvalConfig.model_validate(store.get_run(run_id).config))
+    _print_method_tables(store, run_id, EvalConfig.model_validate(run.config))
 
 
 def _existing_store(home: Path) -> RecordStore:

@@ -144,6 +144,16 @@ def test_cli_rerun_prints_the_rows_and_when(tmp_path):
     assert "s3" in text and "reference_answer changed" in text and "evaluated at (UTC)" in text
     missing = runner.invoke(app, ["rerun", "--changed", "nope", "--home", str(home)])
     assert missing.exit_code == 2 and "no run 'nope'" in missing.output
+    # the re-test's history stays visible in its summary and report (seed 003)
+    with RecordStore(home / "store.sqlite") as store:
+        (rerun,) = [r.run_id for r in store.list_runs() if r.base_run == "base"]
+    shown = runner.invoke(app, ["summary", rerun, "--home", str(home)])
+    assert "re-test of run base: 1 rows evaluated again (s3), every other row copied from it" in " ".join(
+        shown.output.split())
+    report = runner.invoke(app, ["report", rerun, "--home", str(home)])
+    assert report.exit_code == 0, report.output
+    html = (home / "runs" / rerun / "report.html").read_text(encoding="utf-8")
+    assert "re-test of run <b>base</b>:" in html and "1 rows evaluated again (s3)" in " ".join(html.split())
 
 
 async def test_a_sample_that_failed_in_the_base_run_is_evaluated_again_not_copied(tmp_path):
