@@ -169,7 +169,9 @@ def test_noise_config_with_a_missing_dataset_exits_2_naming_it(home: Path, tmp_p
 
 def test_noise_of_a_metric_neither_run_has_exits_2_naming_it(home: Path) -> None:
     code, out = invoke("noise", RUN, RUN, "--metric", "c_prec_typo", home=home)
-    assert code == 2 and "metric 'c_prec_typo' is in neither run" in out
+    assert code == 2 and "unknown metric(s): c_prec_typo" in out  # refused before anything runs
+    code, out = invoke("noise", RUN, RUN, "--metric", "fleiss_kappa", home=home)
+    assert code == 2 and "metric 'fleiss_kappa' is in neither run" in out
 
 
 def test_gold_rank_of_chunks_without_rank_is_their_position_not_missing() -> None:
