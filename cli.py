@@ -364,15 +364,17 @@ def _existing_store(home: Path) -> RecordStore:
 def review(
     run_id: str,
     reviewer: Annotated[str, typer.Option(help="your name, stored with every decision")] = "reviewer",
+    kind: Annotated[list[CheckKind] | None, typer.Option(
+        help="repeatable: only escalations of these check kinds (e.g. element_in_answer)")] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Walk the run's pending escalations in the terminal; decisions override the jury."""
     store = _existing_store(home)
     if store.get_run(run_id) is None:
         fail(f"no run '{run_id}' in {Workspace(home).store_path}")
-    pending = store.pending_escalations(run_id)
+    pending = [r for r in store.pending_escalations(run_id) if not kind or r.kind in kind]
     if not pending:
-        console.print("no pending escalations")
+        console.print("no pending escalations" + (f" of kind {', '.join(kind)}" if kind else ""))
         return
     console.print(f"{len(pending)} escalated checks awaiting review. Keys: y/n (binary), A/B/T (pairwise), "
                   "0-10 (scores), a = accept the provisional decision, s = skip, q = quit")

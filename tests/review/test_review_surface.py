@@ -85,6 +85,16 @@ def test_review_stops_cleanly_when_its_input_runs_out(home: Path) -> None:
         assert store.latest_reviews(RUN) == {} and len(store.pending_escalations(RUN)) == 1
 
 
+def test_review_filters_escalations_by_kind(home: Path) -> None:
+    with RecordStore(home / "store.sqlite") as store:
+        (pending,) = store.pending_escalations(RUN)
+    other = next(k for k in CheckKind if k is not pending.kind)
+    code, out = invoke("review", RUN, "--kind", other.value, home=home, stdin="q\n")
+    assert code == 0 and f"no pending escalations of kind {other.value}" in out
+    code, out = invoke("review", RUN, "--kind", pending.kind.value, home=home, stdin="q\n")
+    assert code == 0 and "1 escalated checks awaiting review" in out
+
+
 def test_review_of_an_unknown_run_exits_2_naming_it(home: Path) -> None:
     code, out = invoke("review", "nope", home=home)
     assert code == 2 and "no run 'nope'" in out
