@@ -23,7 +23,7 @@ gain, but is still 0.015 below round robin (paired difference, standard error 0.
 last row is why: even a schedule of 16 matches picked with the true order known (every neighbour pair,
 every pair two apart, three pairs three apart) and the efficient Bradley-Terry fit stays below round
 robin. 16 matches of 30 questions are 480 judged questions against 840; no pairing rule recovers that
-difference. Spend the same budget on round robin (`ragcourt rank --mode round-robin --questions 17`) and
+difference. Spend the same budget on round robin (`ragcourt rank --mode round_robin --questions 17`) and
 the two formats are level: Swiss refit minus round robin refit is -0.005 (standard error 0.005) over these
 50 seeds, +0.001 (0.002) over 400; at 0.5 and 0.75 logits apart -0.001 and +0.000. Swiss's saving is
 in matches, not in information per judged question. (The seed's own eight systems fall into two far-apart model tiers, where both formats rank
