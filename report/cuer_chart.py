@@ -35,20 +35,28 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def _zero_line(zero: float, y: float) -> str:
+    return f'<line x1="{zero:.1f}" y1="{y - 9:.1f}" x2="{zero:.1f}" y2="{y + 5:.1f}" stroke="#bbb"/>'
+
+
+def _delta_bar(zero: float, y: float, delta: float | None) -> str:
+    """A change of soft correctness around the zero line: red left, green right, a tick for none, n/a text."""
+    if delta is None:
+        return f'<text x="{zero + 4:.1f}" y="{y + 2:.1f}" fill="#a33">n/a</text>'
+    if delta != 0:
+        left, right = sorted((zero, zero + delta * BAR_HALF))
+        return (f'<rect x="{left:.1f}" y="{y - 8:.1f}" width="{right - left:.1f}" height="12" '
+                f'fill="{WORSE if delta < 0 else BETTER}"/>')
+    return f'<rect x="{zero - 1:.1f}" y="{y - 8:.1f}" width="2" height="12" fill="#333"/>'
+
+
 def _cell(effect: PerturbationEffect | None, x0: float, y: float) -> list[str]:
     zero = x0 + CELL_W / 2
-    parts = [f'<line x1="{zero:.1f}" y1="{y - 9:.1f}" x2="{zero:.1f}" y2="{y + 5:.1f}" stroke="#bbb"/>']
+    parts = [_zero_line(zero, y)]
     if effect is None:
         return [*parts, f'<text x="{zero + 4:.1f}" y="{y + 2:.1f}" fill="#999">not perturbed</text>']
     delta = effect.d_soft_correct
-    if delta is None:
-        parts.append(f'<text x="{zero + 4:.1f}" y="{y + 2:.1f}" fill="#a33">n/a</text>')
-    elif delta != 0:
-        left, right = sorted((zero, zero + delta * BAR_HALF))
-        parts.append(f'<rect x="{left:.1f}" y="{y - 8:.1f}" width="{right - left:.1f}" height="12" '
-                     f'fill="{WORSE if delta < 0 else BETTER}"/>')
-    else:
-        parts.append(f'<rect x="{zero - 1:.1f}" y="{y - 8:.1f}" width="2" height="12" fill="#333"/>')
+    parts.append(_delta_bar(zero, y, delta))
     parts.append(f'<text x="{x0 + 6:.1f}" y="{y + 17:.1f}" font-size="10" fill="#555">'
                  f"soft {_fmt(delta)} F1 {_fmt(effect.d_f1)} trace {_fmt(effect.trace_divergence)}</text>")
     return parts
@@ -64,15 +72,7 @@ def _closed_book_row(control: ClosedBookControl, y: float) -> list[str]:
     label = f"closed book (all chunks removed), n={control.n}"
     parts = [f'<text x="6" y="{y + 2}" font-style="italic">{escape(label)}</text>']
     zero = LABEL_W + CELL_W / 2
-    parts.append(f'<line x1="{zero:.1f}" y1="{y - 9:.1f}" x2="{zero:.1f}" y2="{y + 5:.1f}" stroke="#bbb"/>')
-    if delta is None:
-        parts.append(f'<text x="{zero + 4:.1f}" y="{y + 2:.1f}" fill="#a33">n/a</text>')
-    elif delta != 0:
-        left, right = sorted((zero, zero + delta * BAR_HALF))
-        parts.append(f'<rect x="{left:.1f}" y="{y - 8:.1f}" width="{right - left:.1f}" height="12" '
-                     f'fill="{WORSE if delta < 0 else BETTER}"/>')
-    else:
-        parts.append(f'<rect x="{zero - 1:.1f}" y="{y - 8:.1f}" width="2" height="12" fill="#333"/>')
+    parts += [_zero_line(zero, y), _delta_bar(zero, y, delta)]
     soft = "" if control.soft_closed is None or control.soft_normal is None else (
         f" (closed {control.soft_closed:.2f} vs normal {control.soft_normal:.2f})")
     parts.append(f'<text x="{LABEL_W + 6}" y="{y + 17:.1f}" font-size="10" fill="#555">'
