@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +140,26 @@ def test_llm_prompt_hash_and_model_id(scripted_model: MakeModel) -> None:
 # --------------------------------------------------------------------------- frozen splits
 
 REFERENCE = "Jaws was directed by Steven Spielberg. He was born in 1946."
+
+
+@dataclass
+class Held:
+    """A decomposer that awaits `before(kind, text, question)`, then splits as `inner` does (same model and
+    prompt hash, so the same frozen split id): a test's way to order concurrent splits."""
+
+    inner: LLMDecomposer
+    before: Callable[[DecompositionKind, str, str], Awaitable[object]]
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def prompt_hash(self, kind: DecompositionKind) -> str:
+        return self.inner.prompt_hash(kind)
+
+    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+        await self.before(kind, text, question)
+        return await self.inner.split(kind, text, question)
 ELEMENTS = {"elements": ["Jaws was directed by Steven Spielberg.", "Steven Spielberg was born in 1946."]}
 
 
@@ -225,20 +245,8 @@ async def test_concurrent_samples_with_one_reference_share_one_split(store: Reco
     llm = decomposer(model)
     questions = [f"{QUESTION} ({i})" for i in range(5)]
     arrived = asyncio.Barrier(5)
-
-    @dataclass
-    class AllAtOnce:
-        """Holds each split until all five samples are splitting: the race, whatever the machine's load."""
-        model_id: str = llm.model_id
-
-        def prompt_hash(self, kind: DecompositionKind) -> str:
-            return llm.prompt_hash(kind)
-
-        async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
-            await arrived.wait()
-            return await llm.split(kind, text, question)
-
-    racing = await asyncio.gather(*(frozen_split(store, AllAtOnce(), DecompositionKind.ELEMENTS, REFERENCE, q)
+    all_at_once = Held(llm, lambda *_: arrived.wait())  # every split waits for all five: the race, whatever the load
+    racing = await asyncio.gather(*(frozen_split(store, all_at_once, DecompositionKind.ELEMENTS, REFERENCE, q)
                                     for q in questions))
     assert model.calls == 5  # the race this guards against
 
@@ -261,21 +269,10 @@ async def test_two_processes_splitting_one_reference_keep_the_first_split(tmp_pa
     first_model = scripted_model(builders={"ElementList": lambda _: ELEMENTS})
     late_model = scripted_model(builders={"ElementList": lambda _: {"elements": ["Spielberg directed Jaws."]}})
     with RecordStore(tmp_path / "s.sqlite") as one, RecordStore(tmp_path / "s.sqlite") as two:
-        late_llm = decomposer(late_model)
-
-        @dataclass
-        class OvertakenWhileAsking:
-            """The late process's decomposer: while its model is asked, the other process stores its split."""
-            model_id: str = late_llm.model_id
-
-            def prompt_hash(self, kind: DecompositionKind) -> str:
-                return late_llm.prompt_hash(kind)
-
-            async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
-                await frozen_split(one, decomposer(first_model), kind, text, question)
-                return await late_llm.split(kind, text, question)
-
-        late = await frozen_split(two, OvertakenWhileAsking(), DecompositionKind.ELEMENTS, REFERENCE, QUESTION, {})
+        # the late process's decomposer: while its model is asked, the other process stores its split
+        overtaken = Held(decomposer(late_model), lambda kind, text, question: frozen_split(
+            one, decomposer(first_model), kind, text, question))
+        late = await frozen_split(two, overtaken, DecompositionKind.ELEMENTS, REFERENCE, QUESTION, {})
         assert (first_model.calls, late_model.calls) == (1, 1)
         first = one.get_decomposition(late.id)
         assert first is not None and first.items == tuple(ELEMENTS["elements"])
