@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
-from ragcourt.commands.output import Home, console
+from ragcourt.commands.output import Home, console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, load_config
 from ragcourt.datasets import DatasetError
@@ -56,15 +56,13 @@ def _cell(value: object) -> str:
 
 def _print_frame(title: str, frame: pd.DataFrame, columns: dict[str, str]) -> None:
     """The chosen columns (frame column -> header); n/a reasons as numbered notes under the table."""
-    table = Table(title=escape(title))
-    for header in (*columns.values(), "note"):
-        table.add_column(header)
     notes: dict[str, int] = {}
+    rows = []
     for row in frame.to_dict("records"):
         reason = row.get("na_reason")
-        note = f"[{notes.setdefault(reason, len(notes) + 1)}]" if reason else ""
-        table.add_row(*(escape(_cell(row[c])) for c in columns), escape(note))
-    console.print(table)
+        rows.append([*(_cell(row[c]) for c in columns),
+                     f"[{notes.setdefault(reason, len(notes) + 1)}]" if reason else ""])
+    print_table(Table(title=escape(title)), [*columns.values(), "note"], rows)  # ids and groups never cut
     for reason, number in notes.items():
         console.print(escape(f"[{number}] n/a: {reason}"))
 
