@@ -24,7 +24,7 @@ from ragcourt.calibration import (
     review_labels,
 )
 from ragcourt.commands.elements import fail_all
-from ragcourt.commands.output import console
+from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.config import ConfigError, EvalConfig, JudgeSpec
 from ragcourt.datasets import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
@@ -46,15 +46,11 @@ def print_calibration(report: KindCalibration) -> None:
     title = escape(f"{report.kind}: {report.n_items} items; annotators: {', '.join(report.annotators) or 'none'}; "
                    "95% bootstrap intervals over items")
     if report.agreements or report.ceiling:
-        table = Table(title=title)
-        for column in ("rater", "reference", "n", "rater undecided", "no reference label", "accuracy",
-                       "Cohen's kappa"):
-            table.add_column(column)
-        for row in (*report.agreements, *report.ceiling):
-            table.add_row(escape(row.rater), escape(row.reference), str(row.accuracy.n), str(row.n_rater_undecided),
-                          str(row.n_without_reference), _value(row.accuracy, row.accuracy_ci),
-                          _value(row.kappa, row.kappa_ci))
-        console.print(table)
+        print_table(Table(title=title), ["rater", "reference", "n", "rater undecided", "no reference label",
+                                         "accuracy", "Cohen's kappa"],
+                    [[row.rater, row.reference, str(row.accuracy.n), str(row.n_rater_undecided),
+                      str(row.n_without_reference), _value(row.accuracy, row.accuracy_ci), _value(row.kappa, row.kappa_ci)]
+                     for row in (*report.agreements, *report.ceiling)])
         if report.ceiling:
             console.print("(annotator rows at the bottom: human against human, the ceiling for a judge; for "
                           "'agreeing annotators' an item has no reference label when the annotators disagree)")
@@ -71,14 +67,11 @@ def print_calibration(report: KindCalibration) -> None:
                 matrix.add_row(label, *(str(c) for c in counts))
             console.print(matrix)
     if report.correlations:
-        table = Table(title=f"{report.kind}: correlation with human scores"
-                      + (" (pairwise: preference for B)" if str(report.kind) == "pairwise" else ""))
-        for column in ("rater", "reference", "n", "Pearson", "Spearman"):
-            table.add_column(column)
-        for row in report.correlations:
-            table.add_row(escape(row.rater), escape(row.reference), str(row.pearson.n), _value(row.pearson),
-                          _value(row.spearman, row.spearman_ci))
-        console.print(table)
+        title = (f"{report.kind}: correlation with human scores"
+                 + (" (pairwise: preference for B)" if str(report.kind) == "pairwise" else ""))
+        print_table(Table(title=title), ["rater", "reference", "n", "Pearson", "Spearman"],
+                    [[row.rater, row.reference, str(row.pearson.n), _value(row.pearson),
+                      _value(row.spearman, row.spearman_ci)] for row in report.correlations])
 
 
 def _short(metric: MetricValue) -> str:
