@@ -11,20 +11,20 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "evaluate": "ragcourt.api",
-    "aevaluate": "ragcourt.api",
-    "astream": "ragcourt.api",
-    "EvalResult": "ragcourt.api",
-    "Workspace": "ragcourt.api",
-    "reference_system": "ragcourt.api",
-    "EvalConfig": "ragcourt.config",
-    "JudgeSpec": "ragcourt.config",
-    "load_config": "ragcourt.config",
+    "evaluate": "ragcourt.runs.api",
+    "aevaluate": "ragcourt.runs.api",
+    "astream": "ragcourt.runs.api",
+    "EvalResult": "ragcourt.runs.api",
+    "Workspace": "ragcourt.runs.api",
+    "reference_system": "ragcourt.runs.api",
+    "EvalConfig": "ragcourt.schema.config",
+    "JudgeSpec": "ragcourt.schema.config",
+    "load_config": "ragcourt.schema.config",
     "ReferenceRAG": "ragcourt.systems",
     "LangChainSystem": "ragcourt.systems",
-    "LiveEvaluator": "ragcourt.live",
-    "LiveCounts": "ragcourt.live",
-    "live_config": "ragcourt.live",
+    "LiveEvaluator": "ragcourt.runs.live",
+    "LiveCounts": "ragcourt.runs.live",
+    "live_config": "ragcourt.runs.live",
     "Precomputed": "ragcourt.systems",
     "RAGSystem": "ragcourt.systems",
     "ExtractiveGenerator": "ragcourt.systems",
@@ -32,8 +32,8 @@ _EXPORTS = {
     "SampleDiagnostics": "ragcourt.schema",
     "VectorStore": "ragcourt.stores.vectors",
     "MiniLMEmbedding": "ragcourt.stores.embeddings",
-    "load_samples": "ragcourt.datasets",
-    "load_hotpotqa": "ragcourt.datasets",
+    "load_samples": "ragcourt.data.loaders",
+    "load_hotpotqa": "ragcourt.data.loaders",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context, check_model_specs
+from ragcourt.runs.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context, check_model_specs
 from ragcourt.commands import calibrate, elements, generate, noise, rank, report, rerun, serve, watch
 from ragcourt.commands.output import (
     Home,
@@ -23,8 +23,8 @@ from ragcourt.commands.output import (
     print_summary,
     progress,
 )
-from ragcourt.config import Batching, ConfigError, EvalConfig, JudgeSpec, Method, ReviewMode, load_config
-from ragcourt.cube_tables import (
+from ragcourt.schema.config import Batching, ConfigError, EvalConfig, JudgeSpec, Method, ReviewMode, load_config
+from ragcourt.analysis.cube_tables import (
     Unavailable,
     cube_inputs,
     cube_noted_frame,
@@ -33,14 +33,14 @@ from ragcourt.cube_tables import (
     cube_retrieved_only_noted,
     cube_rule_based_note,
 )
-from ragcourt.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
-from ragcourt.datasets import BundledDataset, DatasetError, bundled, load_corpus, load_hotpotqa, load_samples
+from ragcourt.analysis.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
+from ragcourt.data.loaders import BundledDataset, DatasetError, bundled, load_corpus, load_hotpotqa, load_samples
 from ragcourt.llm.local import LocalModelError, check_local_runtime
 from ragcourt.llm.spec import ModelSpec
-from ragcourt.na_notes import NaNotes
+from ragcourt.analysis.na_notes import NaNotes
 from ragcourt.report.method_charts import write_method_charts
-from ragcourt.rescore import rescore_run
-from ragcourt.runner import RunLockedError, Runner
+from ragcourt.runs.rescore import rescore_run
+from ragcourt.runs.runner import RunLockedError, Runner
 from ragcourt.schema import (
     CheckKind,
     Chunk,
@@ -54,9 +54,9 @@ from ragcourt.schema import (
     content_id,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.summary import RunSummary, summarize
+from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
-from ragcourt.text import has_cjk
+from ragcourt.metrics.text import has_cjk
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
                   "quality is lost (retrieval, generation or the documents).")

@@ -24,18 +24,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragcourt.api import Models, Workspace, _context
-from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
-from ragcourt.datasets import BundledDataset, bundled, load_hotpotqa
-from ragcourt.jury import LLMJudge
+from ragcourt.runs.api import Models, Workspace, _context
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
+from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa
+from ragcourt.judging.jury import LLMJudge
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.local import bundled_model_path
 from ragcourt.llm.spec import ModelSpec
 from ragcourt.llm.usage import UsageMeter
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import Check, CheckKind, Condition, ConditionKind
 from ragcourt.systems import LLMGenerator, ReferenceRAG
-from ragcourt.text import sentences
+from ragcourt.metrics.text import sentences
 
 COLLECTION = "hotpotqa"
 NORMAL = Condition(kind=ConditionKind.NORMAL)

@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragcourt.config import EvalConfig, JudgeSpec, Method
-from ragcourt.decomposers import SentenceDecomposer
-from ragcourt.jury import BaselineJudge, BaselineRule
-from ragcourt.runner import Runner
+from ragcourt.schema.config import EvalConfig, JudgeSpec, Method
+from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.judging.jury import BaselineJudge, BaselineRule
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import Chunk, Sample
-from ragcourt.state import EvalContext
+from ragcourt.nodes.state import EvalContext
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
 

@@ -175,7 +175,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from cost_speed import Measured, bench_samples, machine, measure_ragcourt, sim_server
 
-    from ragcourt.config import Batching
+    from ragcourt.schema.config import Batching
 
     python = ensure_venv(args.venv, RAGAS_PACKAGES, "ragas.llms, langchain_openai")
     checker_python = None if args.no_ragchecker else ensure_venv(args.ragchecker_venv, RAGCHECKER_PACKAGES,

@@ -38,7 +38,7 @@ def time_queries(home: Path) -> dict[str, Any]:
     from ragcourt.report.data import collect
     from ragcourt.report.html import write_report
     from ragcourt.stores.records import RecordStore
-    from ragcourt.summary import summarize
+    from ragcourt.analysis.summary import summarize
 
     started = time.perf_counter()
     store = RecordStore(home / "store.sqlite")

@@ -10,8 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.api import DEFAULT_HOME, Models, Workspace
-from ragcourt.calibration import (
+from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.runs.calibration import (
     CHECK_IDS_HINT,
     JURY,
     CalibrationItem,
@@ -26,8 +26,8 @@ from ragcourt.calibration import (
 from ragcourt.commands.elements import fail_all
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.config import ConfigError, EvalConfig, JudgeSpec
-from ragcourt.datasets import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
+from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec
+from ragcourt.data.loaders import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
 from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.schema import MetricValue, content_id
 from ragcourt.stores.records import RecordStore

@@ -10,12 +10,12 @@ from typing import Annotated, NoReturn
 import typer
 from rich.markup import escape
 
-from ragcourt.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.commands.output import Home, console
 from ragcourt.commands.output import fail as _fail
-from ragcourt.config import EvalConfig
-from ragcourt.datasets import BundledDataset, DatasetErrors, bundled, load_ragchecker_pairs
-from ragcourt.element_lists import export_lines, import_lines, read_lines, write_lines
+from ragcourt.schema.config import EvalConfig
+from ragcourt.data.loaders import BundledDataset, DatasetErrors, bundled, load_ragchecker_pairs
+from ragcourt.runs.element_lists import export_lines, import_lines, read_lines, write_lines
 
 MAX_SHOWN = 50  # problems printed by a failed import; the rest are counted
 

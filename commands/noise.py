@@ -11,12 +11,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.api import DEFAULT_HOME, Models, Workspace, _context
+from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace, _context
 from ragcourt.commands.output import Home, console, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.config import ConfigError, load_config
-from ragcourt.datasets import DatasetError
-from ragcourt.noise import (
+from ragcourt.schema.config import ConfigError, load_config
+from ragcourt.data.loaders import DatasetError
+from ragcourt.analysis.noise import (
     DEFAULT_METRIC,
     PAIRED_BAND,
     compare_frame,
@@ -27,7 +27,7 @@ from ragcourt.noise import (
     repeat_sds,
     unknown_metrics,
 )
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import Decomposition, DecompositionKind, Sample, SampleDiagnostics, content_id
 from ragcourt.stores.records import RecordStore
 

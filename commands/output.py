@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ragcourt.stores.records import RecordStore
-from ragcourt.summary import RunSummary
+from ragcourt.analysis.summary import RunSummary
 
 console = Console()
 Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
@@ -87,7 +87,7 @@ def print_summary(summary: RunSummary) -> None:
 
 
 def print_element_diagnosis(store: RecordStore, run_id: str) -> None:
-    from ragcourt.report.qcare_tables import element_diagnosis_lines
+    from ragcourt.analysis.qcare_tables import element_diagnosis_lines
 
     for line in element_diagnosis_lines(store.get_diagnostics(run_id)):
         console.print(escape(line))

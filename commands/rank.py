@@ -10,18 +10,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.config import EvalConfig, JudgeSpec
-from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
+from ragcourt.schema.config import EvalConfig, JudgeSpec
+from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
 from ragcourt.metrics.dice import (
     PlacementBasis,
     TierPosition,
     TournamentMode,
     round_robin_schedule,
 )
-from ragcourt.ranking import (
+from ragcourt.runs.ranking import (
     RankingReport,
     RankSettings,
     TierReport,
@@ -31,7 +31,7 @@ from ragcourt.ranking import (
     save_pool,
 )
 from ragcourt.schema import Sample
-from ragcourt.tournament_state import ScoreScheme
+from ragcourt.nodes.tournament_state import ScoreScheme
 
 
 def load_references(path: Path) -> dict[str, Sample]:

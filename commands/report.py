@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.api import DEFAULT_HOME, Workspace
+from ragcourt.runs.api import DEFAULT_HOME, Workspace
 from ragcourt.commands.output import console
 
 

@@ -1,5 +1,5 @@
 """`ragcourt rerun --changed BASE_RUN`: evaluate only the samples whose reference answer or element list
-changed since BASE_RUN, in a new run that reuses every other row of the base run (see ragcourt.rerun)."""
+changed since BASE_RUN, in a new run that reuses every other row of the base run (see ragcourt.runs.rerun)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context
+from ragcourt.runs.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context
 from ragcourt.commands.output import Home, console, print_summary, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.config import ConfigError, EvalConfig
-from ragcourt.datasets import DatasetError, load_hotpotqa, load_samples
-from ragcourt.rerun import RerunResult, arerun_changed
-from ragcourt.runner import RunLockedError
+from ragcourt.schema.config import ConfigError, EvalConfig
+from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
+from ragcourt.runs.rerun import RerunResult, arerun_changed
+from ragcourt.runs.runner import RunLockedError
 from ragcourt.schema import Sample
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 
@@ -76,8 +76,8 @@ def rerun(
 ) -> None:
     """Evaluate only the samples whose reference answer or element list changed since the base run, and copy
     every other row; prints which rows were re-run, why and when."""
-    from ragcourt.report.qcare_tables import element_diagnosis_lines
-    from ragcourt.summary import summarize
+    from ragcourt.analysis.qcare_tables import element_diagnosis_lines
+    from ragcourt.analysis.summary import summarize
 
     workspace = Workspace(home)
     if not workspace.store_path.exists():

@@ -20,9 +20,9 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.api import DEFAULT_HOME, Workspace
+from ragcourt.runs.api import DEFAULT_HOME, Workspace
 from ragcourt.commands.output import Home, console
-from ragcourt.runner import RunPaths
+from ragcourt.runs.runner import RunPaths
 from ragcourt.schema import SampleDiagnostics, SampleStatus
 
 SHOWN_METRICS = ("c_prec", "completeness", "verifiableness", "element_coverage", "soft_correctness")

@@ -15,7 +15,7 @@ from ragcourt.nodes.judges import AFTER_JUDGES, JUDGE_NODE, fan_out, judge
 from ragcourt.nodes.reconciliation import HUMAN_REVIEW, RETRIEVE, SCORE, reconcile, route_after_reconcile
 from ragcourt.nodes.retriever_perturber import retrieve_perturb
 from ragcourt.nodes.scorer import score
-from ragcourt.state import EvalContext, SampleState
+from ragcourt.nodes.state import EvalContext, SampleState
 
 
 def build_sample_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:

@@ -8,7 +8,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ragcourt.nodes.match_scorer import score_match
 from ragcourt.nodes.pairwise import judge_pairs
-from ragcourt.tournament_state import MatchContext, MatchState
+from ragcourt.nodes.tournament_state import MatchContext, MatchState
 
 JUDGE_PAIRS, SCORE_MATCH = "judge_pairs", "score_match"
 

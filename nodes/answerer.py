@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from ragcourt.nodes.judges import TRANSIENT
 from ragcourt.schema import LOOSE, NORMAL, Answer, Retrieval, UnscoredReason, VerdictStatus
-from ragcourt.state import EvalContext, SampleState
+from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.systems import ConditionUnavailable
 
 

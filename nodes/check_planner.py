@@ -7,10 +7,10 @@ from collections.abc import Iterator, Sequence
 
 from langgraph.runtime import Runtime
 
-from ragcourt.config import EvalConfig, Method
+from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.prompts.library import PromptId, load_prompt
 from ragcourt.schema import LOOSE, NORMAL, Check, CheckKind, Chunk, Condition, ConditionKind, VerdictStatus
-from ragcourt.state import EvalContext, SampleState
+from ragcourt.nodes.state import EvalContext, SampleState
 
 RUBRICS = {
     "relevance": PromptId.RUBRIC_RELEVANCE,

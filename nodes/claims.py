@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from ragcourt.config import Method
-from ragcourt.decomposers import split_for_sample
+from ragcourt.schema.config import Method
+from ragcourt.judging.decomposers import split_for_sample
 from ragcourt.schema import NORMAL, Claim, DecompositionKind, VerdictStatus, content_id
-from ragcourt.state import EvalContext, SampleState
+from ragcourt.nodes.state import EvalContext, SampleState
 
 
 async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:

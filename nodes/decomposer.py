@@ -6,11 +6,11 @@ import asyncio
 
 from langgraph.runtime import Runtime
 
-from ragcourt.config import Method
-from ragcourt.decomposers import split_for_sample
+from ragcourt.schema.config import Method
+from ragcourt.judging.decomposers import split_for_sample
 from ragcourt.metrics.elements import is_pointer_element
 from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, VerdictStatus, content_id
-from ragcourt.state import EvalContext, SampleState
+from ragcourt.nodes.state import EvalContext, SampleState
 
 SPLIT_INPUTS, SPLIT_ANSWERS = "decompose_inputs", "decompose_answers"
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ragcourt.nodes.reconciliation import reconcile_check
 from ragcourt.schema import Label, Review, ReviewAction
-from ragcourt.state import EvalContext, SampleState, verdict_key
+from ragcourt.nodes.state import EvalContext, SampleState, verdict_key
 
 
 class ReviewDecision(BaseModel):

@@ -11,11 +11,11 @@ from collections import defaultdict
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from ragcourt.combined_checks import COMBINABLE
-from ragcourt.config import Batching
-from ragcourt.jury import SampleJudge
+from ragcourt.judging.combined_checks import COMBINABLE
+from ragcourt.schema.config import Batching
+from ragcourt.judging.jury import SampleJudge
 from ragcourt.schema import Check, CheckKind, UnscoredReason, Verdict, VerdictStatus
-from ragcourt.state import EvalContext, JudgeTask, SampleState, verdict_key
+from ragcourt.nodes.state import EvalContext, JudgeTask, SampleState, verdict_key
 
 TRANSIENT = frozenset({UnscoredReason.TIMEOUT, UnscoredReason.ERROR})
 JUDGE_NODE = "judge"

@@ -27,8 +27,8 @@ from ragcourt.metrics.dice import (
     vote_probabilities,
 )
 from ragcourt.schema import Check, Label, Verdict
-from ragcourt.state import verdict_key
-from ragcourt.tournament_state import JudgeDecision, MatchContext, MatchState, QuestionOutcome, ScoreScheme
+from ragcourt.nodes.state import verdict_key
+from ragcourt.nodes.tournament_state import JudgeDecision, MatchContext, MatchState, QuestionOutcome, ScoreScheme
 
 _SWAP = {Label.A: Label.B, Label.B: Label.A, Label.TIE: Label.TIE}
 _SURE_TIE = {Label.A: 0.0, Label.B: 0.0, Label.TIE: 1.0}

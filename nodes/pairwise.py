@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
 
-from ragcourt.jury import Judge
+from ragcourt.judging.jury import Judge
 from ragcourt.nodes.judges import TRANSIENT
 from ragcourt.schema import (
     NORMAL,
@@ -27,8 +27,8 @@ from ragcourt.schema import (
     VerdictStatus,
     content_id,
 )
-from ragcourt.state import verdict_key
-from ragcourt.tournament_state import MatchContext, MatchState
+from ragcourt.nodes.state import verdict_key
+from ragcourt.nodes.tournament_state import MatchContext, MatchState
 
 
 def _chunk_lines(side: str, chunks: Sequence[Chunk]) -> str:

@@ -15,7 +15,7 @@ from statistics import mean
 
 from langgraph.runtime import Runtime
 
-from ragcourt.config import EvalConfig, Method, ReviewMode
+from ragcourt.schema.config import EvalConfig, Method, ReviewMode
 from ragcourt.metrics.elements import needs_loose
 from ragcourt.schema import (
     LOOSE,
@@ -29,7 +29,7 @@ from ragcourt.schema import (
     ReviewAction,
     Verdict,
 )
-from ragcourt.state import EvalContext, SampleState, verdict_key
+from ragcourt.nodes.state import EvalContext, SampleState, verdict_key
 
 HUMAN_REVIEW, SCORE, RETRIEVE = "human_review", "score", "retrieve_perturb"
 

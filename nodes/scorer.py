@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from ragcourt.config import Method
+from ragcourt.schema.config import Method
 from ragcourt.metrics import cuer, qcare
 from ragcourt.metrics.elements import element_coverage, element_outcome
 from ragcourt.metrics.values import Decision, MetricName, not_available
@@ -28,7 +28,7 @@ from ragcourt.schema import (
     TokenUsage,
     VerdictStatus,
 )
-from ragcourt.state import EvalContext, SampleState
+from ragcourt.nodes.state import EvalContext, SampleState
 
 QCARE_KINDS = {
     "c_prec": (CheckKind.SUBQUERY_IN_CHUNK,),

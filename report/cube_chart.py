@@ -15,9 +15,9 @@ import textwrap
 from collections.abc import Sequence
 from html import escape
 
-from ragcourt.cube_tables import SPREAD, CubeCounts, cube_r_at_k_reason, cube_reasons, cube_spread_reasons
+from ragcourt.analysis.cube_tables import SPREAD, CubeCounts, cube_r_at_k_reason, cube_reasons, cube_spread_reasons
 from ragcourt.metrics.cube import AnswerSet, CubeReport, JudgeCube, Spread
-from ragcourt.na_notes import NaNotes
+from ragcourt.analysis.na_notes import NaNotes
 
 WIDTH = 640
 LABEL_W = 170  # judge label column

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from ragcourt.cuer_tables import ClosedBookControl, CuerCount, cuer_counts, cuer_totals
+from ragcourt.analysis.cuer_tables import ClosedBookControl, CuerCount, cuer_counts, cuer_totals
 from ragcourt.schema import ConditionKind, PerturbationEffect, SampleDiagnostics
 
 KINDS = (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragcourt.config import EvalConfig, Method
+from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.schema import (
     NORMAL,
     Answer,
@@ -28,7 +28,7 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore, SampleCheckCounts, VerdictTally
-from ragcourt.summary import RunSummary, summarize
+from ragcourt.analysis.summary import RunSummary, summarize
 
 PriceTable = Mapping[str, tuple[float, float]]
 """model_id -> (USD per 1k prompt tokens, USD per 1k completion tokens), as llm.usage takes it."""

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragcourt.config import EvalConfig, Method
-from ragcourt.cube_tables import Unavailable, cube_inputs, cube_of_inputs, cube_rule_based_note
-from ragcourt.cuer_tables import cuer_closed_book_of_run, cuer_counts
+from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.analysis.cube_tables import Unavailable, cube_inputs, cube_of_inputs, cube_rule_based_note
+from ragcourt.analysis.cuer_tables import cuer_closed_book_of_run, cuer_counts
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
 from ragcourt.stores.records import RecordStore

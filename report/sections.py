@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 from markupsafe import Markup
 
-from ragcourt.config import Method
-from ragcourt.cube_tables import (
+from ragcourt.schema.config import Method
+from ragcourt.analysis.cube_tables import (
     SPREAD,
     Unavailable,
     cube_bounds_noted_frame,
@@ -26,7 +26,7 @@ from ragcourt.cube_tables import (
     cube_spread_reasons,
     fixed_weights,
 )
-from ragcourt.cuer_tables import (
+from ragcourt.analysis.cuer_tables import (
     CLOSED_BOOK_ROW,
     cuer_closed_book_of_run,
     cuer_counts,
@@ -35,11 +35,11 @@ from ragcourt.cuer_tables import (
 )
 from ragcourt.metrics.cube import RANK_SCORE_IS
 from ragcourt.metrics.values import MetricName
-from ragcourt.na_notes import NaNotes, NotedFrame
+from ragcourt.analysis.na_notes import NaNotes, NotedFrame
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
 from ragcourt.report.data import ReportData
-from ragcourt.report.qcare_tables import (
+from ragcourt.analysis.qcare_tables import (
     UNDECIDED_TABLE,
     gap_share_frame,
     qcare_sample_frame,
@@ -50,7 +50,7 @@ from ragcourt.report.qcare_tables import (
 from ragcourt.report.svg import Bar, bar_chart
 from ragcourt.schema import SampleDiagnostics
 from ragcourt.stores.records import RecordStore
-from ragcourt.summary import MetricRow
+from ragcourt.analysis.summary import MetricRow
 
 QCARE_METRICS = (MetricName.C_PRECISION, MetricName.C_NDCG, MetricName.COMPLETENESS, MetricName.CONCISENESS,
                  MetricName.VERIFIABLENESS)

@@ -25,8 +25,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_openai import ChatOpenAI
 
 import ragcourt
-from ragcourt import background_loop
-from ragcourt.config import Batching, JudgeSpec
+from ragcourt.runs import background_loop
+from ragcourt.schema.config import Batching, JudgeSpec
 from ragcourt.schema import Chunk, Sample, SampleStatus
 from ragcourt.systems import Precomputed
 
@@ -126,7 +126,7 @@ def test_repeated_sync_calls_share_one_loop_started_on_first_use(tmp_path) -> No
 
 
 def test_nothing_is_started_at_import() -> None:
-    code = ("import threading, ragcourt, ragcourt.api, ragcourt.background_loop as b; "
+    code = ("import threading, ragcourt, ragcourt.runs.api, ragcourt.runs.background_loop as b; "
             "assert b._loop is None and b._thread is None; "
             "assert b.THREAD_NAME not in [t.name for t in threading.enumerate()]")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO.parent, capture_output=True, text=True, timeout=120)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcourt.calibration import (
+from ragcourt.runs.calibration import (
     CHECK_IDS_HINT,
     JURY,
     CalibrationItem,
@@ -17,7 +17,7 @@ from ragcourt.calibration import (
     items_from_store,
     load_labels,
 )
-from ragcourt.datasets import DatasetErrors
+from ragcourt.data.loaders import DatasetErrors
 from ragcourt.schema import CheckKind, Label
 from ragcourt.stores.records import RecordStore
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.api import Models
+from ragcourt.runs.api import Models
 from ragcourt.cli import app
-from ragcourt.config import load_config
+from ragcourt.schema.config import load_config
 from ragcourt.schema import Label, Verdict, VerdictStatus
 from ragcourt.stores.records import RecordStore
 

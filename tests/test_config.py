@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcourt.config import (
+from ragcourt.schema.config import (
     DEFAULT_DIMENSIONS,
     ConfigError,
     DimensionSpec,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from ragcourt.datasets import (
+from ragcourt.data.loaders import (
     BundledDataset,
     DatasetError,
     DatasetErrors,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fakes.scripted_model import ScriptedChatModel, ScriptedRequest
 
-from ragcourt.decomposers import LLMDecomposer, SentenceDecomposer, Split, SplitsInFlight, frozen_split
+from ragcourt.judging.decomposers import LLMDecomposer, SentenceDecomposer, Split, SplitsInFlight, frozen_split
 from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import PromptId, load_prompt, parse_untrusted
 from ragcourt.schema import Decomposition, DecompositionKind, QueryType, UnscoredReason, VerdictStatus

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from ragcourt.api import Workspace
+from ragcourt.runs.api import Workspace
 from ragcourt.cli import app
 from ragcourt.schema import Review, SampleDiagnostics, Verdict
 

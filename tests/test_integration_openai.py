@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from fakes.openai_server import CHAT_PATH, ChatRequest, FakeOpenAIServer
 
-from ragcourt.api import Models, Workspace, _context
-from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
+from ragcourt.runs.api import Models, Workspace, _context
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.prompts.library import PromptId, load_prompt
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import (
     CheckKind,
     Chunk,
@@ -38,7 +38,7 @@ from ragcourt.schema import (
 )
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.vectors import VectorStore
-from ragcourt.summary import summarize
+from ragcourt.analysis.summary import summarize
 from ragcourt.systems import ReferenceRAG
 
 SAMPLE = Sample(id="acme", question="Who founded Acme? When was Acme founded?",

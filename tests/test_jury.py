@@ -12,7 +12,7 @@ import pytest
 from fakes.scripted_model import ScriptedChatModel, ScriptedRequest
 from langchain_core.messages import BaseMessage
 
-from ragcourt.jury import BaselineJudge, BaselineRule, LLMJudge, render_batch
+from ragcourt.judging.jury import BaselineJudge, BaselineRule, LLMJudge, render_batch
 from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import PromptId, load_prompt, parse_untrusted
 from ragcourt.schema import NORMAL, Check, CheckKind, Label, UnscoredReason, Verdict, VerdictStatus

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from ragcourt.api import Models, _context
-from ragcourt.config import EvalConfig, Method
-from ragcourt.decomposers import SentenceDecomposer
-from ragcourt.element_lists import export_lines, import_lines
-from ragcourt.rerun import copy_rows
-from ragcourt.rescore import arescore_run
-from ragcourt.runner import DIAGNOSTICS_FILE, Runner
+from ragcourt.runs.api import Models, _context
+from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.runs.element_lists import export_lines, import_lines
+from ragcourt.runs.rerun import copy_rows
+from ragcourt.runs.rescore import arescore_run
+from ragcourt.runs.runner import DIAGNOSTICS_FILE, Runner
 from ragcourt.schema import Chunk, DecompositionKind, ElementStatus, Sample, SampleStatus
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed

@@ -37,9 +37,9 @@ from graph_fixtures import (
     many_samples,
 )
 
-from ragcourt.config import ReviewMode
-from ragcourt.rescore import ReplaySystem, arescore_run
-from ragcourt.runner import DIAGNOSTICS_FILE, RunLockedError, Runner
+from ragcourt.schema.config import ReviewMode
+from ragcourt.runs.rescore import ReplaySystem, arescore_run
+from ragcourt.runs.runner import DIAGNOSTICS_FILE, RunLockedError, Runner
 from ragcourt.schema import (
     CheckKind,
     Label,
@@ -51,7 +51,7 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.summary import summarize
+from ragcourt.analysis.summary import summarize
 from ragcourt.systems import ConditionUnavailable
 
 N_CHECKS = {"s1": 27, "s2": 15, "s3": 19}

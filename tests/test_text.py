@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcourt.text import content_tokens, numbers, overlap, sentences, tokens
+from ragcourt.metrics.text import content_tokens, numbers, overlap, sentences, tokens
 
 
 def test_tokens_are_lower_cased_words() -> None:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.api import Workspace
+from ragcourt.runs.api import Workspace
 from ragcourt.cli import app
 from ragcourt.report.export import NamedTable, export_tables
 

@@ -19,11 +19,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Red
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from ragcourt.api import Workspace
+from ragcourt.runs.api import Workspace
 from ragcourt.report.data import collect
 from ragcourt.report.html import content_security_policy, num, render_report, verdict_text
 from ragcourt.report.sections import method_sections
-from ragcourt.rescore import arescore_run
+from ragcourt.runs.rescore import arescore_run
 from ragcourt.stores.records import RecordStore
 from ragcourt.web.desk import (
     Choice,

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ragcourt.runner import DIAGNOSTICS_FILE, RunPaths
+from ragcourt.runs.runner import DIAGNOSTICS_FILE, RunPaths
 from ragcourt.schema import SampleStatus
 from ragcourt.stores.records import RecordStore
 

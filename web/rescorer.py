@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from pathlib import Path
 
-from ragcourt.runner import RunLockedError
+from ragcourt.runs.runner import RunLockedError
 from ragcourt.schema import SampleDiagnostics
 from ragcourt.stores.records import RecordStore
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.api import Models, Workspace, _context
+from ragcourt.runs.api import Models, Workspace, _context
 from ragcourt.cli import app
-from ragcourt.config import EvalConfig, Method
-from ragcourt.datasets import DatasetError, load_samples
-from ragcourt.decomposers import SentenceDecomposer
-from ragcourt.element_lists import current_elements, export_lines, import_lines, read_lines, write_lines
+from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.data.loaders import DatasetError, load_samples
+from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.runs.element_lists import current_elements, export_lines, import_lines, read_lines, write_lines
 from ragcourt.nodes.scorer import POINTER_ELEMENTS_DROPPED
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import Chunk, Decomposition, DecompositionKind, ElementStatus, Sample
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed

@@ -15,11 +15,11 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.api import Workspace
+from ragcourt.runs.api import Workspace
 from ragcourt.cli import app
-from ragcourt.decomposers import SentenceDecomposer
-from ragcourt.element_lists import current_elements
-from ragcourt.noise import (
+from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.runs.element_lists import current_elements
+from ragcourt.analysis.noise import (
     ALL,
     PAIRED_BAND,
     compare_frame,

@@ -10,8 +10,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
-from ragcourt.datasets import BundledDataset, bundled, load_hotpotqa
-from ragcourt.text import sentences
+from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa
+from ragcourt.metrics.text import sentences
 
 RUNNER = CliRunner()
 N_QUESTIONS = 12

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-from ragcourt.config import DimensionSpec, EvalConfig, JudgeSpec, Method
-from ragcourt.cube_tables import (
+from ragcourt.schema.config import DimensionSpec, EvalConfig, JudgeSpec, Method
+from ragcourt.analysis.cube_tables import (
     CubeCount,
     CubeInputs,
     Unavailable,
@@ -46,11 +46,11 @@ from ragcourt.cube_tables import (
     cube_of_inputs,
     cube_retrieved_only_noted,
 )
-from ragcourt.decomposers import SentenceDecomposer
+from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.metrics.cube import AnswerSet
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.method_charts import CUBE_CHART, write_method_charts
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import (
     CLOSED_BOOK,
     Answer,
@@ -64,7 +64,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.state import EvalContext
+from ragcourt.nodes.state import EvalContext
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Generation, Precomputed
 

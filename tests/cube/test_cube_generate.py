@@ -11,8 +11,8 @@ from fakes.openai_server import ChatRequest, FakeOpenAIServer
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
-from ragcourt.datasets import load_samples
-from ragcourt.question_sets import DOCUMENT_GAP_WARNING, pick_documents
+from ragcourt.data.loaders import load_samples
+from ragcourt.data.question_sets import DOCUMENT_GAP_WARNING, pick_documents
 from ragcourt.schema import Chunk
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.vectors import VectorStore

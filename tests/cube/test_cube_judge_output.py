@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from fakes.scripted_model import ScriptedChatModel
 
-from ragcourt.jury import LLMJudge
+from ragcourt.judging.jury import LLMJudge
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.spec import StructuredMethod
 from ragcourt.schema import CLOSED_BOOK, Check, CheckKind, UnscoredReason, VerdictStatus

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from ragcourt.config import DistractorPolicy, EvalConfig, JudgeSpec, Method, PerturbationSpec
-from ragcourt.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
-from ragcourt.decomposers import SentenceDecomposer
+from ragcourt.schema.config import DistractorPolicy, EvalConfig, JudgeSpec, Method, PerturbationSpec
+from ragcourt.analysis.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
+from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.metrics import cuer
 from ragcourt.report.cuer_chart import BAR_HALF, cuer_utility_svg
 from ragcourt.report.method_charts import CUER_CHART, write_method_charts
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import NORMAL, Chunk, Condition, ConditionKind, Sample
-from ragcourt.state import EvalContext
+from ragcourt.nodes.state import EvalContext
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore

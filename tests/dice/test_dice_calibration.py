@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ragcourt.calibration import (
+from ragcourt.runs.calibration import (
     CONSENSUS,
     JURY,
     CalibrationItem,

@@ -9,9 +9,9 @@ import re
 import pytest
 from fakes.openai_server import CHAT_PATH, ChatRequest, FakeOpenAIServer, Reply
 
-from ragcourt.decision_tokens import decision_label_of_token, token_decision_probabilities
+from ragcourt.judging.decision_tokens import decision_label_of_token, token_decision_probabilities
 from ragcourt.graphs.tournament import build_match_graph
-from ragcourt.jury import LLMJudge
+from ragcourt.judging.jury import LLMJudge
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.reply import TokenLogprob
 from ragcourt.llm.spec import ModelSpec, StructuredMethod
@@ -20,7 +20,7 @@ from ragcourt.nodes.match_scorer import jury_probabilities, resolve_orders
 from ragcourt.nodes.pairwise import both_orders
 from ragcourt.schema import Chunk, Label, Sample, UnscoredReason, Verdict, VerdictStatus
 from ragcourt.stores.records import RecordStore
-from ragcourt.tournament_state import AnswerSet, MatchContext
+from ragcourt.nodes.tournament_state import AnswerSet, MatchContext
 
 QUESTION = Sample(id="q1", question="What is the capital of France?", reference_answer="Paris")
 GOOD = Sample(id="q1", question=QUESTION.question, answer="The capital of France is Paris.",

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import pytest
 
 from ragcourt.metrics.dice import BaselineTier, Placement, TournamentMode, expected_score
-from ragcourt.ranking import RankSettings, load_answer_set, place_against_baselines, rank_systems, save_pool
+from ragcourt.runs.ranking import RankSettings, load_answer_set, place_against_baselines, rank_systems, save_pool
 from ragcourt.schema import Check, CheckKind, Label, Sample, Verdict, VerdictStatus
 from ragcourt.stores.records import RecordStore
-from ragcourt.tournament_state import AnswerSet
+from ragcourt.nodes.tournament_state import AnswerSet
 
 N_QUESTIONS = 3
 

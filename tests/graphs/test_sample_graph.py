@@ -50,7 +50,7 @@ from graph_fixtures import (
     make_context,
 )
 
-from ragcourt.decomposers import SentenceDecomposer
+from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.nodes.scorer import NO_REFERENCE
 from ragcourt.schema import (

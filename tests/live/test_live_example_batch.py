@@ -14,8 +14,8 @@ from fakes.openai_server import FakeOpenAIServer
 from live_helpers import example_app, example_store, first_context_sentence, judge_builders
 
 import ragcourt
-from ragcourt.api import Workspace
-from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
+from ragcourt.runs.api import Workspace
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.schema import LOOSE, NORMAL, ElementStatus, SampleStatus
 
 

@@ -22,8 +22,8 @@ from fakes.openai_server import (
 )
 from live_helpers import example_app, example_store, first_context_sentence, judge_builders
 
-from ragcourt.config import JudgeSpec
-from ragcourt.live import LiveEvaluator, live_config
+from ragcourt.schema.config import JudgeSpec
+from ragcourt.runs.live import LiveEvaluator, live_config
 from ragcourt.schema import SampleDiagnostics, SampleStatus
 
 QUESTIONS = [json.loads(line) for line in example_app.QUESTIONS.read_text().splitlines() if line.strip()]

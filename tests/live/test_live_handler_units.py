@@ -11,8 +11,8 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda, RunnableParallel, RunnablePassthrough
 
-from ragcourt.config import EvalConfig, Method
-from ragcourt.live import LiveEvaluator, check_live_config, live_config
+from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.runs.live import LiveEvaluator, check_live_config, live_config
 from ragcourt.stores.records import RecordStore
 
 DOCS = [Document(id="d1", page_content="The warranty lasts two years."),

@@ -9,7 +9,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from live_helpers import example_app, example_store
 
-from ragcourt.api import _langchain_config
+from ragcourt.runs.api import _langchain_config
 from ragcourt.schema import CLOSED_BOOK, NORMAL, Sample, content_id
 from ragcourt.systems import (
     ConditionUnavailable,

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import ragcourt
 from ragcourt.cli import app
-from ragcourt.config import EvalConfig, Method
+from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.schema import Chunk, Condition, Sample
 from ragcourt.systems import Generation
 

@@ -27,8 +27,8 @@ pytest.importorskip(
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ragcourt.decomposers import DecompositionKind, LLMDecomposer
-from ragcourt.jury import BinaryJudgements, LinkJudgements, LLMJudge
+from ragcourt.judging.decomposers import DecompositionKind, LLMDecomposer
+from ragcourt.judging.jury import BinaryJudgements, LinkJudgements, LLMJudge
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.local import LocalChatModel, bundled_model_path

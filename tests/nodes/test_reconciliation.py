@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langgraph.runtime import Runtime
 
-from ragcourt.config import EvalConfig, ReviewMode
+from ragcourt.schema.config import EvalConfig, ReviewMode
 from ragcourt.nodes.reconciliation import (
     HUMAN_REVIEW,
     RETRIEVE,
@@ -28,7 +28,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.state import EvalContext
+from ragcourt.nodes.state import EvalContext
 
 RUN = "run-r"
 CONFIG = EvalConfig()  # escalate_below_agreement 1.0, escalate_score_spread 3.0

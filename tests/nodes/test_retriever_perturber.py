@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "graph"))
 
 from graph_fixtures import ScriptedSystem, make_context, ranked
 
-from ragcourt.config import DistractorPolicy, EvalConfig, PerturbationSpec
+from ragcourt.schema.config import DistractorPolicy, EvalConfig, PerturbationSpec
 from ragcourt.nodes.retriever_perturber import retrieve_perturb
 from ragcourt.schema import CLOSED_BOOK, LOOSE, NORMAL, ORACLE, Chunk, ConditionKind, Sample
 from ragcourt.stores.embeddings import HashingEmbedding

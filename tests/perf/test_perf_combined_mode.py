@@ -8,8 +8,8 @@ from typing import Any
 
 from fakes.scripted_model import ScriptedChatModel, ScriptedRequest
 
-from ragcourt.combined_checks import COMBINABLE, context_segments, render_combined
-from ragcourt.jury import LLMJudge, SampleJudge
+from ragcourt.judging.combined_checks import COMBINABLE, context_segments, render_combined
+from ragcourt.judging.jury import LLMJudge, SampleJudge
 from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import PromptId
 from ragcourt.schema import NORMAL, Check, CheckKind, Label, UnscoredReason, VerdictStatus

@@ -16,11 +16,11 @@ import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from ragcourt import api
-from ragcourt.combined_checks import CombinedJudgements, read_labels, render_combined
-from ragcourt.config import Batching, EvalConfig, JudgeSpec
-from ragcourt.decomposers import ClaimList, ElementList, QueryDecomposition
-from ragcourt.jury import BinaryJudgements, DimensionScore, LinkJudgements, PairwiseDecision, render_batch
+from ragcourt.runs import api
+from ragcourt.judging.combined_checks import CombinedJudgements, read_labels, render_combined
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec
+from ragcourt.judging.decomposers import ClaimList, ElementList, QueryDecomposition
+from ragcourt.judging.jury import BinaryJudgements, DimensionScore, LinkJudgements, PairwiseDecision, render_batch
 from ragcourt.schema import NORMAL, Check, CheckKind, Chunk, Sample
 from ragcourt.systems import GroundedAnswer, Precomputed
 

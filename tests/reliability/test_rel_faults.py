@@ -35,13 +35,13 @@ from fakes.openai_server import (
 )
 from rel_support import BUILDERS, ScriptedRetrievalLLMAnswer, blocks, first_prompt, texts
 
-from ragcourt.api import Models, Workspace, _context
-from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
+from ragcourt.runs.api import Models, Workspace, _context
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.llm.retry import DEFAULT_RETRY
 from ragcourt.prompts.library import JUDGE_PROMPTS, load_prompt
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import CheckKind, SampleStatus, UnscoredReason, VerdictStatus
-from ragcourt.summary import summarize
+from ragcourt.analysis.summary import summarize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "graph"))
 from graph_fixtures import many_samples

@@ -24,9 +24,9 @@ import pytest
 from fakes.openai_server import ChatRequest, FakeOpenAIServer
 from rel_support import blocks, first_prompt, item_and_target_ids, outside_blocks, shown_ids, texts
 
-from ragcourt.api import Models, Workspace, _context
-from ragcourt.config import Batching, EvalConfig, JudgeSpec, Method
-from ragcourt.runner import Runner
+from ragcourt.runs.api import Models, Workspace, _context
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import Chunk, Label, Sample, VerdictStatus
 from ragcourt.systems import Precomputed
 

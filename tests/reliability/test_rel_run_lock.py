@@ -18,13 +18,13 @@ import pytest
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
-from ragcourt.runner import RunLock, RunLockedError
+from ragcourt.runs.runner import RunLock, RunLockedError
 from ragcourt.stores.records import RecordStore
 
 RUNNER = CliRunner()
 SAMPLE = {"id": "q1", "question": "Where is the Acme headquarters?", "contexts": [{"id": "c1", "text":
           "Acme headquarters are in Springfield."}], "answer": "The headquarters is in Springfield."}
-HOLD_LOCK = ("import sys, time\nfrom pathlib import Path\nfrom ragcourt.runner import RunLock\n"
+HOLD_LOCK = ("import sys, time\nfrom pathlib import Path\nfrom ragcourt.runs.runner import RunLock\n"
              "with RunLock(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(120)\n")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragcourt.report.qcare_tables import (
+from ragcourt.analysis.qcare_tables import (
     NO_ANSWER_VERDICT,
     NO_LOOSE_VERDICT,
     RETRIEVAL_UNKNOWN,

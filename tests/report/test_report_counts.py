@@ -12,7 +12,7 @@ import pytest
 
 from ragcourt.report.data import collect
 from ragcourt.report.html import NO_REASON, frame_rows, render_report
-from ragcourt.report.qcare_tables import UNDECIDED_NO_SHARE, UNDECIDED_TABLE, gap_share_frame
+from ragcourt.analysis.qcare_tables import UNDECIDED_NO_SHARE, UNDECIDED_TABLE, gap_share_frame
 from ragcourt.report.sections import method_sections, metric_frame
 from ragcourt.schema import (
     NORMAL,

@@ -24,7 +24,7 @@ from html import unescape
 
 import pytest
 
-from ragcourt.cube_tables import CubeCount, cube_inputs, cube_of_inputs
+from ragcourt.analysis.cube_tables import CubeCount, cube_inputs, cube_of_inputs
 from ragcourt.metrics.cube import AnswerSet
 from ragcourt.report.data import collect
 from ragcourt.report.html import render_report

@@ -22,7 +22,7 @@ from html import unescape
 
 import pytest
 
-from ragcourt.cube_tables import (
+from ragcourt.analysis.cube_tables import (
     cube_bounds_noted_frame,
     cube_inputs,
     cube_noted_frame,
@@ -30,7 +30,7 @@ from ragcourt.cube_tables import (
     cube_retrieved_only_noted,
 )
 from ragcourt.metrics.cube import AnswerSet
-from ragcourt.na_notes import NaNotes
+from ragcourt.analysis.na_notes import NaNotes
 from ragcourt.report.data import collect
 from ragcourt.report.export import export_tables
 from ragcourt.report.html import render_report

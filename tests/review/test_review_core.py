@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "graph"))
 
 from graph_fixtures import SAMPLES, fixture_config, fixture_judges, fixture_system, make_context
 
-from ragcourt.decomposers import SentenceDecomposer, Split
+from ragcourt.judging.decomposers import SentenceDecomposer, Split
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.schema import DecompositionKind, SampleDiagnostics, UnscoredReason, VerdictStatus
 from ragcourt.stores.records import RecordStore
@@ -89,8 +89,8 @@ class TimingOutJudge:
 async def test_rescore_does_not_ask_a_judge_again_for_a_transient_unscored_verdict(
     store: RecordStore, tmp_path: Path, openai_server
 ) -> None:
-    from ragcourt.rescore import arescore_run
-    from ragcourt.runner import Runner
+    from ragcourt.runs.rescore import arescore_run
+    from ragcourt.runs.runner import Runner
 
     # The stored config names LLM judges at the fake server: rescore builds them from it.
     judge_ids = (f"openai:judge-a@{openai_server.base_url}", f"openai:judge-b@{openai_server.base_url}")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.api import evaluate
+from ragcourt.runs.api import evaluate
 from ragcourt.cli import app
-from ragcourt.config import EvalConfig, JudgeSpec
+from ragcourt.schema.config import EvalConfig, JudgeSpec
 from ragcourt.schema import (
     NORMAL,
     Check,
@@ -185,7 +185,7 @@ def test_noise_of_a_metric_neither_run_has_exits_2_naming_it(home: Path) -> None
 
 
 def test_gold_rank_of_chunks_without_rank_is_their_position_not_missing() -> None:
-    from ragcourt.cube_tables import gold_rank
+    from ragcourt.analysis.cube_tables import gold_rank
 
     gold = Chunk(id="gold", text="Paris is the capital of France.")
     sample = Sample(id="s", question="q?", gold_documents=(gold,))

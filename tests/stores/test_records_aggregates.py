@@ -34,7 +34,7 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import MetricTotals, RecordStore, SampleCheckCounts, VerdictTally
-from ragcourt.summary import metric_totals, summarize
+from ragcourt.analysis.summary import metric_totals, summarize
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 RUN, OTHER = "run", "other"

@@ -9,7 +9,7 @@ import time
 import pytest
 from web_support import PAYLOAD, RUN_ID, chromium, desk_server, free_port, make_payload_run, needs_chromium
 
-from ragcourt.api import Workspace
+from ragcourt.runs.api import Workspace
 from ragcourt.report.html import write_report
 from ragcourt.schema import Label, ReconcileMethod, ReviewAction
 from ragcourt.web.app import DeskSettings

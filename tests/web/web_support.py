@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from ragcourt.api import evaluate
-from ragcourt.config import EvalConfig, JudgeSpec
+from ragcourt.runs.api import evaluate
+from ragcourt.schema.config import EvalConfig, JudgeSpec
 from ragcourt.schema import Chunk, Sample
 from ragcourt.systems import Precomputed
 from ragcourt.web.app import DeskSettings, create_app

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragcourt.config import EvalConfig, JudgeSpec, Method
-from ragcourt.decomposers import SentenceDecomposer
-from ragcourt.jury import Judge
+from ragcourt.schema.config import EvalConfig, JudgeSpec, Method
+from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.judging.jury import Judge
 from ragcourt.schema import Check, CheckKind, Chunk, Condition, Label, Sample, Verdict, VerdictStatus
-from ragcourt.state import EvalContext
+from ragcourt.nodes.state import EvalContext
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Generation
 

@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from graph_fixtures import SAMPLES, fixture_config, fixture_judges, fixture_system, make_context
-from ragcourt.config import ReviewMode
+from ragcourt.schema.config import ReviewMode
 from ragcourt.nodes.human_review import ReviewDecision
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import Label, ReviewAction
 from ragcourt.stores.records import RecordStore
 

@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from graph_fixtures import InstrumentedJudge, make_context, many_samples
-from ragcourt.config import EvalConfig, JudgeSpec, Method
-from ragcourt.jury import BaselineJudge, BaselineRule
-from ragcourt.runner import Runner
+from ragcourt.schema.config import EvalConfig, JudgeSpec, Method
+from ragcourt.judging.jury import BaselineJudge, BaselineRule
+from ragcourt.runs.runner import Runner
 from ragcourt.stores.records import RecordStore
 
 JUDGE_IDS = ("lex-a", "lex-b")

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragcourt.api import Models, _context
-from ragcourt.config import EvalConfig
-from ragcourt.decomposers import Decomposer, Split
-from ragcourt.runner import Runner
+from ragcourt.runs.api import Models, _context
+from ragcourt.schema.config import EvalConfig
+from ragcourt.judging.decomposers import Decomposer, Split
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import (
     Check,
     CheckKind,

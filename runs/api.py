@@ -19,18 +19,18 @@ import numpy as np
 import openai
 import pandas as pd
 
-from ragcourt import background_loop
-from ragcourt.config import ConfigError, EvalConfig
-from ragcourt.datasets import load_samples
-from ragcourt.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
-from ragcourt.jury import BaselineJudge, BaselineRule, Judge, LLMJudge
+from ragcourt.runs import background_loop
+from ragcourt.schema.config import ConfigError, EvalConfig
+from ragcourt.data.loaders import load_samples
+from ragcourt.judging.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
+from ragcourt.judging.jury import BaselineJudge, BaselineRule, Judge, LLMJudge
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.limits import LimiterRegistry
 from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
-from ragcourt.runner import Runner
+from ragcourt.runs.runner import Runner
 from ragcourt.schema import Sample, SampleDiagnostics, content_id
-from ragcourt.state import EvalContext
+from ragcourt.nodes.state import EvalContext
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
-from ragcourt.config import EvalConfig
-from ragcourt.decomposers import Decomposer, SplitsInFlight
-from ragcourt.jury import Judge
+from ragcourt.schema.config import EvalConfig
+from ragcourt.judging.decomposers import Decomposer, SplitsInFlight
+from ragcourt.judging.jury import Judge
 from ragcourt.schema import (
     Answer,
     Check,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ragcourt.config import EvalConfig
+from ragcourt.schema.config import EvalConfig
 from ragcourt.metrics.cube import (
     AnswerSet,
     CubeReport,
@@ -24,7 +24,7 @@ from ragcourt.metrics.cube import (
     recall_at_k,
     retrieved_only_analysis,
 )
-from ragcourt.na_notes import NaNotes, NotedFrame
+from ragcourt.analysis.na_notes import NaNotes, NotedFrame
 from ragcourt.schema import NORMAL, CheckKind, ConditionKind, MetricValue, Sample
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed

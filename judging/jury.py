@@ -16,13 +16,13 @@ import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ragcourt.combined_checks import CombinedJudgements, read_labels, render_combined
-from ragcourt.decision_tokens import verdict_probabilities
+from ragcourt.judging.combined_checks import CombinedJudgements, read_labels, render_combined
+from ragcourt.judging.decision_tokens import verdict_probabilities
 from ragcourt.llm.client import LLMClient, StructuredResult
 from ragcourt.metrics.cuer import answered_yes_no, bare_yes_no
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Check, CheckKind, Label, TokenUsage, UnscoredReason, Verdict, VerdictStatus
-from ragcourt.text import content_tokens, numbers, overlap, sentences
+from ragcourt.metrics.text import content_tokens, numbers, overlap, sentences
 
 S = TypeVar("S", bound=BaseModel)
 

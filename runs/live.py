@@ -45,10 +45,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
-from ragcourt.api import Models, Workspace, _context
-from ragcourt.config import EvalConfig, Method, ReviewMode
+from ragcourt.runs.api import Models, Workspace, _context
+from ragcourt.schema.config import EvalConfig, Method, ReviewMode
 from ragcourt.graphs.sample import build_sample_graph
-from ragcourt.runner import RunLock, Runner, RunPaths
+from ragcourt.runs.runner import RunLock, Runner, RunPaths
 from ragcourt.schema import Chunk, ConditionKind, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.systems import Precomputed, answer_text, chunks_from_documents
 

@@ -27,7 +27,7 @@ from ragcourt.schema import (
     content_id,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.text import sentences
+from ragcourt.metrics.text import sentences
 
 
 class Split(BaseModel):

@@ -22,8 +22,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ragcourt.datasets import read_jsonl_models
-from ragcourt.decomposers import Decomposer
+from ragcourt.data.loaders import read_jsonl_models
+from ragcourt.judging.decomposers import Decomposer
 from ragcourt.metrics.elements import is_pointer_element
 from ragcourt.schema import Decomposition, DecompositionKind, Element, Sample, content_id
 from ragcourt.stores.records import RecordStore

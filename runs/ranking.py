@@ -21,9 +21,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragcourt.datasets import load_samples
+from ragcourt.data.loaders import load_samples
 from ragcourt.graphs.tournament import build_match_graph
-from ragcourt.jury import Judge
+from ragcourt.judging.jury import Judge
 from ragcourt.metrics.dice import (
     DEFAULT_BOOTSTRAP_RESAMPLES,
     DEFAULT_K,
@@ -42,7 +42,7 @@ from ragcourt.metrics.dice import (
 from ragcourt.schema import NORMAL, RunInfo, Sample, content_id
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import RAGSystem
-from ragcourt.tournament_state import AnswerSet, JudgeCallCount, MatchContext, QuestionOutcome, ScoreScheme
+from ragcourt.nodes.tournament_state import AnswerSet, JudgeCallCount, MatchContext, QuestionOutcome, ScoreScheme
 
 POOL_MANIFEST = "baselines.json"
 T = TypeVar("T")

@@ -23,7 +23,7 @@ from statistics import mean
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragcourt.datasets import (
+from ragcourt.data.loaders import (
     DatasetError,
     DatasetErrors,
     RagCheckerPair,
@@ -31,7 +31,7 @@ from ragcourt.datasets import (
     read_jsonl_models,
 )
 from ragcourt.graphs.tournament import build_match_graph
-from ragcourt.jury import Judge
+from ragcourt.judging.jury import Judge
 from ragcourt.metrics.agreement import (
     ConfidenceInterval,
     accuracy,
@@ -46,7 +46,7 @@ from ragcourt.metrics.agreement import (
 from ragcourt.metrics.dice import vote_probabilities
 from ragcourt.schema import SCORE_RANGE, CheckKind, Label, MetricValue, ReviewAction, Sample
 from ragcourt.stores.records import RecordStore
-from ragcourt.tournament_state import AnswerSet, MatchContext, QuestionOutcome
+from ragcourt.nodes.tournament_state import AnswerSet, MatchContext, QuestionOutcome
 
 JURY = "jury"
 CONSENSUS = "agreeing annotators"

@@ -31,7 +31,7 @@ from ragcourt.schema import (
     content_id,
 )
 from ragcourt.stores.vectors import VectorStore
-from ragcourt.text import content_tokens, sentences
+from ragcourt.metrics.text import content_tokens, sentences
 
 
 class ConditionUnavailable(Exception):

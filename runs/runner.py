@@ -21,11 +21,11 @@ from typing import Any
 
 from langgraph.types import Command
 
-from ragcourt.config import ReviewMode
+from ragcourt.schema.config import ReviewMode
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.nodes.human_review import ReviewDecision
 from ragcourt.schema import Decomposition, RunInfo, Sample, SampleDiagnostics, SampleStatus
-from ragcourt.state import EvalContext
+from ragcourt.nodes.state import EvalContext
 from ragcourt.stores.checkpoints import async_sqlite_saver
 
 logger = logging.getLogger(__name__)
