@@ -1,44 +1,12 @@
 """ragcourt: evaluate RAG systems and say where quality is lost (retrieval, generation or documents).
 
-The public API is loaded on first use, so `import ragcourt` stays light and builds nothing.
+The public API is loaded on first use, so `import ragcourt` stays light and builds nothing: the names come
+from the stub `__init__.pyi` beside this file (lazy_loader reads it at run time, type checkers read it too),
+and each is imported from its layer's package when it is first asked for.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import Any
+import lazy_loader
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "evaluate": "ragcourt.runs.api",
-    "aevaluate": "ragcourt.runs.api",
-    "astream": "ragcourt.runs.api",
-    "EvalResult": "ragcourt.runs.api",
-    "Workspace": "ragcourt.runs.api",
-    "reference_system": "ragcourt.runs.api",
-    "EvalConfig": "ragcourt.schema.config",
-    "JudgeSpec": "ragcourt.schema.config",
-    "load_config": "ragcourt.schema.config",
-    "ReferenceRAG": "ragcourt.systems",
-    "LangChainSystem": "ragcourt.systems",
-    "LiveEvaluator": "ragcourt.runs.live",
-    "LiveCounts": "ragcourt.runs.live",
-    "live_config": "ragcourt.runs.live",
-    "Precomputed": "ragcourt.systems",
-    "RAGSystem": "ragcourt.systems",
-    "ExtractiveGenerator": "ragcourt.systems",
-    "Sample": "ragcourt.schema",
-    "SampleDiagnostics": "ragcourt.schema",
-    "VectorStore": "ragcourt.stores.vectors",
-    "MiniLMEmbedding": "ragcourt.stores.embeddings",
-    "load_samples": "ragcourt.data.loaders",
-    "load_hotpotqa": "ragcourt.data.loaders",
-}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'ragcourt' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import pandas as pd
 
-from ragcourt.schema.config import EvalConfig
+from ragcourt.analysis.na_notes import NaNotes, NotedFrame
 from ragcourt.metrics.cube import (
     AnswerSet,
     CubeReport,
@@ -24,8 +25,8 @@ from ragcourt.metrics.cube import (
     recall_at_k,
     retrieved_only_analysis,
 )
-from ragcourt.analysis.na_notes import NaNotes, NotedFrame
 from ragcourt.schema import NORMAL, CheckKind, ConditionKind, MetricValue, Sample
+from ragcourt.schema.config import NO_LLM_MODELS, EvalConfig
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
 
@@ -134,8 +135,9 @@ def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInpu
     for verdict in store.get_verdicts(list(by_id)):
         check = by_id[verdict.check_id]
         answer_set = SETS[check.condition.kind]
-        scores[verdict.judge_id][answer_set][check.dimension][position[check.sample_id]] = verdict.score
-        placed[(verdict.judge_id, answer_set, check.dimension)][position[check.sample_id]] = verdict.score is not None
+        dimension = cast(str, check.dimension)  # by_id holds only checks of a configured dimension
+        scores[verdict.judge_id][answer_set][dimension][position[check.sample_id]] = verdict.score
+        placed[(verdict.judge_id, answer_set, dimension)][position[check.sample_id]] = verdict.score is not None
     escalated = {r.check_id for r in store.reconciled_of_checks(run_id, list(by_id)) if r.escalated}
     per_cell: dict[tuple[AnswerSet, str], list[int]] = defaultdict(lambda: [0, 0])
     for check in by_id.values():
@@ -323,8 +325,6 @@ RULE_BASED_CUBE = ("rule-based judges score every dimension as 10 x token F1 aga
 
 def rule_based_judges(config: EvalConfig) -> tuple[str, ...]:
     """The judges of the configuration that are rules, not models (lexical, semantic)."""
-    from ragcourt.report.data import NO_LLM_MODELS
-
     return tuple(j.judge_id for j in config.judges if j.model in NO_LLM_MODELS)
 
 

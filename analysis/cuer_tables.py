@@ -151,9 +151,9 @@ def cuer_closed_book(samples: Sequence[Sample], answers: Sequence[Answer], retri
     closed = [s for s in samples if (s.id, ConditionKind.CLOSED_BOOK) in by_key]
     if not closed:
         planned = any(r.condition.kind is ConditionKind.CLOSED_BOOK for r in retrievals)
-        reason = ("not answered: the system gave no closed-book answer (a precomputed system needs a generator for "
-                  "it: set bounds_generator in the config)" if planned else CLOSED_BOOK_NOT_RUN)
-        return ClosedBookControl(effects=(), reason=reason)
+        return ClosedBookControl(effects=(), reason=(
+            "not answered: the system gave no closed-book answer (a precomputed system needs a generator for "
+            "it: set bounds_generator in the config)" if planned else CLOSED_BOOK_NOT_RUN))
     paired = [s for s in closed if (s.id, ConditionKind.NORMAL) in by_key]
     if not paired:
         return ClosedBookControl(effects=(), reason="no sample has a normal answer to compare its closed-book answer "
@@ -168,15 +168,16 @@ def cuer_closed_book(samples: Sequence[Sample], answers: Sequence[Answer], retri
              for s in paired]
     effects = tuple((s.id, cuer.perturbation_effect(normal, closed_book, {}, s.gold_titles))
                     for s, normal, closed_book in pairs)
-    both = [(n, c) for _, n, c in pairs if n.soft_correct is not None and c.soft_correct is not None]
+    both = [(n.soft_correct, c.soft_correct) for _, n, c in pairs
+            if n.soft_correct is not None and c.soft_correct is not None]
     f1 = [(n, c) for _, n, c in pairs if n.f1 is not None and c.f1 is not None]
     reason = None
     if not both:
         reason = "no sample has both answers scored against a gold answer (the samples need gold answers)"
     return ClosedBookControl(
         effects=effects, n_soft=len(both), reason=reason,
-        soft_closed=_mean_of([float(c.soft_correct) for _, c in both]),
-        soft_normal=_mean_of([float(n.soft_correct) for n, _ in both]),
+        soft_closed=_mean_of([float(c) for _, c in both]),
+        soft_normal=_mean_of([float(n) for n, _ in both]),
         f1_closed=_mean_of([c.f1 for _, c in f1]), f1_normal=_mean_of([n.f1 for n, _ in f1]),
     )
 
@@ -190,6 +191,7 @@ def cuer_closed_book_of_run(store: RecordStore, run_id: str, answers: Sequence[A
 
 
 CLOSED_BOOK_ROW = ("closed_book", "none (no context)")
+_CHUNK_NAMES: dict[bool | None, str] = {True: "gold", False: "non-gold"}  # a chunk of unknown gold: "unknown"
 
 
 def cuer_frame(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answer] | None = None,
@@ -202,7 +204,7 @@ def cuer_frame(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answe
 
     def row(sample_id: str, p: PerturbationEffect, chunk: str | None = None) -> dict[str, object]:
         return {"perturbation": str(p.condition.kind),
-                "chunk": chunk or {True: "gold", False: "non-gold"}.get(p.chunk_is_gold, "unknown"),
+                "chunk": chunk or _CHUNK_NAMES.get(p.chunk_is_gold, "unknown"),
                 "d_soft_correct": p.d_soft_correct, "d_f1": p.d_f1, "d_confidence": p.d_confidence,
                 "trace_divergence": p.trace_divergence,
                 "failed": status.get(_answer_key(sample_id, p.condition)) is VerdictStatus.UNSCORED}

@@ -25,7 +25,6 @@ import pandas as pd
 
 from ragcourt.metrics.elements import Z_95, is_noise, noise_band, run_to_run_noise
 from ragcourt.metrics.values import MetricName
-from ragcourt.nodes.scorer import POINTER_ELEMENTS_DROPPED
 from ragcourt.schema import Sample, SampleDiagnostics, SampleStatus
 
 DEFAULT_METRIC = MetricName.ELEMENT_COVERAGE.value
@@ -35,12 +34,11 @@ PAIRED_BAND = "paired A-B differences"
 
 # Metrics reported with a cut-off k (`MetricName.at`): C-Prec@k and C-nDCG@k of the retrieval's top_k.
 CUT_OFF_METRICS = (MetricName.C_PRECISION.value, MetricName.C_NDCG.value)
-EXTRA_METRICS = (POINTER_ELEMENTS_DROPPED,)  # per-sample names the scorer adds outside MetricName
 
 
 def known_metric_names() -> list[str]:
     """Every metric name a run can report, for messages: MetricName values, the scorer's own, NAME@K."""
-    return [*(m.value for m in MetricName), *EXTRA_METRICS, *(f"{m}@K" for m in CUT_OFF_METRICS)]
+    return [*(m.value for m in MetricName), *(f"{m}@K" for m in CUT_OFF_METRICS)]
 
 
 def is_known_metric(name: str) -> bool:
@@ -49,7 +47,7 @@ def is_known_metric(name: str) -> bool:
     base, at, k = name.partition("@")
     if at:
         return base in CUT_OFF_METRICS and re.fullmatch(r"[1-9][0-9]*", k) is not None
-    return name in {m.value for m in MetricName} or name in EXTRA_METRICS
+    return name in {m.value for m in MetricName}
 
 
 def unknown_metrics(names: Sequence[str]) -> list[str]:

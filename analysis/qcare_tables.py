@@ -20,8 +20,7 @@ from typing import Any
 import pandas as pd
 
 from ragcourt.metrics.elements import status_shares
-from ragcourt.metrics.values import MetricName
-from ragcourt.nodes.scorer import UNKNOWN_CHUNKS
+from ragcourt.metrics.values import MetricKey, MetricName, NaCause
 from ragcourt.schema import ElementOutcome, ElementStatus, SampleDiagnostics, SampleStatus
 
 QCARE_METRICS = (
@@ -60,14 +59,10 @@ def undecided_reason(outcome: ElementOutcome, sample: SampleDiagnostics | None =
         return NO_ANSWER_VERDICT
     if outcome.in_context is None:
         coverage = sample.metric(MetricName.ELEMENT_COVERAGE.value) if sample is not None else None
-        if coverage is not None and (coverage.na_reason or "").startswith(UNKNOWN_CHUNKS):
+        if NaCause.UNKNOWN_CHUNKS.explains(coverage):
             return RETRIEVAL_UNKNOWN
         return NO_CONTEXT_VERDICT
     return NO_LOOSE_VERDICT
-
-
-def _metric_base(name: str) -> str:
-    return name.split("@")[0]
 
 
 def qcare_sample_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
@@ -80,14 +75,14 @@ def qcare_sample_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame
     for d in diagnostics:
         row: dict[str, Any] = {"sample_id": d.sample_id, "question": d.question, "status": str(d.status), "k": None}
         for metric in QCARE_METRICS:
-            found = next((m for m in d.metrics if _metric_base(m.name) == metric.value), None)
+            found = next((m for m in d.metrics if MetricKey.of(m.name).base == metric.value), None)
             row[metric.value] = None if found is None else found.value
             row[f"{metric.value}_na_reason"] = (
                 ("not computed for this sample" if d.status is SampleStatus.OK else f"sample failed: {d.error}")
                 if found is None else found.na_reason
             )
-            if found is not None and "@" in found.name:
-                row["k"] = int(found.name.split("@")[1])
+            if found is not None and MetricKey.of(found.name).k is not None:
+                row["k"] = MetricKey.of(found.name).k
         row["n_unsupported_claims"] = len(d.unsupported_claims)
         row["n_uncovered_subqueries"] = len(d.uncovered_subqueries)
         row["n_escalated"] = len(d.escalations)

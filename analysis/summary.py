@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ragcourt.metrics.elements import status_shares
 from ragcourt.schema import SampleDiagnostics, SampleStatus, VerdictStatus
-from ragcourt.stores.records import MetricTotals, RecordStore, VerdictTally
+from ragcourt.stores import MetricTotals, RecordStore, VerdictTally
 
 
 @dataclass(frozen=True)

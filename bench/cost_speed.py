@@ -37,14 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragcourt.runs import api
-from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec
 from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa, load_ragchecker_pairs
 from ragcourt.llm.limits import EndpointLimiter
+from ragcourt.metrics.text import overlap, sentences
+from ragcourt.runs import api
 from ragcourt.schema import Check, Chunk, Sample, Verdict, content_id
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Precomputed
-from ragcourt.metrics.text import overlap, sentences
 
 SIM_SERVER = Path(__file__).resolve().parent / "sim_server.py"
 CONTEXT_K = 5
@@ -348,8 +348,8 @@ def part_lexical_run(home: Path, n: int) -> dict[str, Any]:
 
 
 def part_report(home: Path, run_id: str) -> dict[str, Any]:
-    from ragcourt.report.data import collect
     from ragcourt.analysis.summary import summarize
+    from ragcourt.report.data import collect
 
     store = RecordStore(home / "store.sqlite")
     try:

@@ -18,12 +18,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragcourt.runs.api import Workspace
 from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa
+from ragcourt.nodes.tournament_state import AnswerSet
 from ragcourt.runs.ranking import answer_set_from_system
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Chunk, Condition, Sample
 from ragcourt.systems import ExtractiveGenerator, Generation, ReferenceRAG
-from ragcourt.nodes.tournament_state import AnswerSet
 
 COLLECTION = "hotpotqa"
 

@@ -77,8 +77,8 @@ def main() -> int:
 
     from live_helpers import example_app, example_store
 
-    from ragcourt.schema.config import JudgeSpec
     from ragcourt.runs.live import LiveEvaluator, live_config
+    from ragcourt.schema.config import JudgeSpec
 
     app_server, app_url = start_server("app", args.latency_ms / 1000)
     judge_server, judge_url = start_server("judge", 0.0)

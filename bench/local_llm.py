@@ -24,18 +24,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragcourt.runs.api import Models, Workspace, _context
-from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa
-from ragcourt.judging.jury import LLMJudge
+from ragcourt.judging import LLMJudge
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.local import bundled_model_path
 from ragcourt.llm.spec import ModelSpec
 from ragcourt.llm.usage import UsageMeter
-from ragcourt.runs.runner import Runner
-from ragcourt.schema import Check, CheckKind, Condition, ConditionKind
-from ragcourt.systems import LLMGenerator, ReferenceRAG
 from ragcourt.metrics.text import sentences
+from ragcourt.runs.models import Models, eval_context
+from ragcourt.runs.runner import Runner
+from ragcourt.runs.workspace import Workspace
+from ragcourt.schema import Check, CheckKind, Condition, ConditionKind
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
+from ragcourt.systems import LLMGenerator, ReferenceRAG
 
 COLLECTION = "hotpotqa"
 NORMAL = Condition(kind=ConditionKind.NORMAL)
@@ -99,7 +100,7 @@ def per_sample(questions: int, home: Path) -> None:
     try:
         models = Models(config, store)
         system = ReferenceRAG(vectors, COLLECTION, models.generator())
-        runner = Runner(_context(config, system, store, models, vectors, COLLECTION), f"bench-{time.time_ns()}",
+        runner = Runner(eval_context(config, system, store, models, vectors, COLLECTION), f"bench-{time.time_ns()}",
                         workspace.run_dir("bench"))
 
         async def run() -> list[float]:

@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragcourt.schema.config import EvalConfig, JudgeSpec, Method
+from ragcourt.judging import BaselineJudge, BaselineRule
 from ragcourt.judging.decomposers import SentenceDecomposer
-from ragcourt.judging.jury import BaselineJudge, BaselineRule
+from ragcourt.nodes.state import EvalContext
 from ragcourt.runs.runner import Runner
 from ragcourt.schema import Chunk, Sample
-from ragcourt.nodes.state import EvalContext
+from ragcourt.schema.config import EvalConfig, JudgeSpec, Method
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
 

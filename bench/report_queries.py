@@ -35,10 +35,10 @@ def _peak_mb() -> float:
 
 def time_queries(home: Path) -> dict[str, Any]:
     """One process: open the store, then each query once, in the order a `ragcourt report` runs them."""
+    from ragcourt.analysis.summary import summarize
     from ragcourt.report.data import collect
     from ragcourt.report.html import write_report
     from ragcourt.stores.records import RecordStore
-    from ragcourt.analysis.summary import summarize
 
     started = time.perf_counter()
     store = RecordStore(home / "store.sqlite")

@@ -10,7 +10,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace
+from ragcourt.commands.elements import fail_all
+from ragcourt.commands.output import console, print_table
+from ragcourt.commands.output import fail as _fail
+from ragcourt.data.loaders import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
+from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.runs.calibration import (
     CHECK_IDS_HINT,
     JURY,
@@ -23,13 +27,10 @@ from ragcourt.runs.calibration import (
     load_labels,
     review_labels,
 )
-from ragcourt.commands.elements import fail_all
-from ragcourt.commands.output import console, print_table
-from ragcourt.commands.output import fail as _fail
-from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec
-from ragcourt.data.loaders import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
-from ragcourt.metrics.agreement import ConfidenceInterval
+from ragcourt.runs.models import Models
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import MetricValue, content_id
+from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec
 from ragcourt.stores.records import RecordStore
 
 

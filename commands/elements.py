@@ -10,12 +10,13 @@ from typing import Annotated, NoReturn
 import typer
 from rich.markup import escape
 
-from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.commands.output import Home, console
 from ragcourt.commands.output import fail as _fail
-from ragcourt.schema.config import EvalConfig
 from ragcourt.data.loaders import BundledDataset, DatasetErrors, bundled, load_ragchecker_pairs
 from ragcourt.runs.element_lists import export_lines, import_lines, read_lines, write_lines
+from ragcourt.runs.models import Models
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
+from ragcourt.schema.config import EvalConfig
 
 MAX_SHOWN = 50  # problems printed by a failed import; the rest are counted
 

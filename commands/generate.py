@@ -11,11 +11,17 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.commands.output import Home, console
 from ragcourt.commands.output import fail as _fail
+from ragcourt.data.question_sets import (
+    DOCUMENT_GAP_WARNING,
+    generate_question_set,
+    pick_documents,
+    sample_row,
+)
+from ragcourt.runs.models import Models
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema.config import EvalConfig
-from ragcourt.data.question_sets import DOCUMENT_GAP_WARNING, generate_question_set, pick_documents, sample_row
 from ragcourt.stores.vectors import VectorStore
 
 

@@ -11,11 +11,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace, _context
-from ragcourt.commands.output import Home, console, print_table
-from ragcourt.commands.output import fail as _fail
-from ragcourt.schema.config import ConfigError, load_config
-from ragcourt.data.loaders import DatasetError
 from ragcourt.analysis.noise import (
     DEFAULT_METRIC,
     PAIRED_BAND,
@@ -27,8 +22,15 @@ from ragcourt.analysis.noise import (
     repeat_sds,
     unknown_metrics,
 )
+from ragcourt.commands.evaluation import build_system, read_samples
+from ragcourt.commands.output import Home, console, existing_store, print_table
+from ragcourt.commands.output import fail as _fail
+from ragcourt.data.loaders import DatasetError
+from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.runner import Runner
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import Decomposition, DecompositionKind, Sample, SampleDiagnostics, content_id
+from ragcourt.schema.config import ConfigError, load_config
 from ragcourt.stores.records import RecordStore
 
 NOISE_COLUMNS = {"group": "group", "n_questions": "n", "n_unpaired": "unpaired", "per_question_sd": "sd/question",
@@ -67,13 +69,6 @@ def _print_frame(title: str, frame: pd.DataFrame, columns: dict[str, str]) -> No
         console.print(escape(f"[{number}] n/a: {reason}"))
 
 
-def _open(home: Path) -> RecordStore:
-    workspace = Workspace(home)
-    if not workspace.store_path.exists():
-        _fail(f"no record store at {workspace.store_path}")
-    return workspace.open_store()
-
-
 def _diagnostics(store: RecordStore, run_id: str) -> list[SampleDiagnostics]:
     if store.get_run(run_id) is None:
         _fail(f"no run '{run_id}' in {store.path}")
@@ -97,8 +92,6 @@ async def _run_once(home: Path, frozen: list[Decomposition], config_path: Path, 
                     system: str, vectors_home: Path, collection: str) -> list[SampleDiagnostics]:
     """One evaluation in its own workspace: its own store, so no verdict or LLM cache answer is shared with
     the other repeat; element lists are copied in, so both repeats judge the same frozen elements."""
-    from ragcourt.commands.rerun import _system
-
     config = load_config(config_path)
     workspace = Workspace(home)
     with workspace.open_store() as store:
@@ -106,9 +99,9 @@ async def _run_once(home: Path, frozen: list[Decomposition], config_path: Path, 
             store.put(*frozen)
         models = Models(config, store)
         main = Workspace(vectors_home)
-        target = _system(system, main, models, collection if system == "reference" else None)
+        target = build_system(system, main, models, collection if system == "reference" else None)
         vectors = main.open_vectors() if system == "reference" else None
-        context = _context(config, target, store, models, vectors, collection if vectors else None)
+        context = eval_context(config, target, store, models, vectors, collection if vectors else None)
         run_id = "repeat"
         runner = Runner(context, run_id, workspace.run_dir(run_id))
         return [d async for d in runner.astream(samples, dataset=str(config_path))]
@@ -137,10 +130,8 @@ def noise(
         if dataset is None:
             _fail("--config needs --dataset")
         assert dataset is not None
-        from ragcourt.commands.rerun import _read_samples
-
         try:
-            samples = _read_samples(dataset)
+            samples = read_samples(dataset)
             load_config(config_file)
         except (DatasetError, ConfigError) as error:
             _fail(str(error))
@@ -157,7 +148,7 @@ def noise(
     else:
         if run_a is None or run_b is None:
             _fail("give two runs (RUN_A RUN_B) or --config FILE --dataset FILE")
-        with _open(home) as store:
+        with existing_store(home) as store:
             first, second = _diagnostics(store, run_a), _diagnostics(store, str(run_b))
             _warn_if_configurations_differ(store, run_a, str(run_b))
             samples = store.get_samples(run_a)
@@ -189,7 +180,7 @@ def compare(
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Per metric: mean of A and B over the questions both scored, B - A, and "noise" when inside the band."""
-    with _open(home) as store:
+    with existing_store(home) as store:
         a, b = _diagnostics(store, run_a), _diagnostics(store, run_b)
         if noise_runs:
             if len(noise_runs) != 2:

@@ -1,5 +1,5 @@
 """What every command shares: the console, the one way to fail (exit 2, a message, no traceback),
-the workspace option, progress bars and table printing."""
+the workspace option and its record store, progress bars and table printing."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragcourt.stores.records import RecordStore
 from ragcourt.analysis.summary import RunSummary
+from ragcourt.runs.workspace import Workspace
+from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.stores.records import RecordStore
 
 console = Console()
 Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
@@ -25,6 +27,14 @@ Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma
 def fail(message: str) -> NoReturn:
     console.print(f"[red]error:[/red] {escape(message)}")
     raise typer.Exit(2)
+
+
+def existing_store(home: Path) -> RecordStore:
+    """The record store of the workspace `home`; fails when it has none (nothing is created)."""
+    workspace = Workspace(home)
+    if not workspace.store_path.exists():
+        fail(f"no record store at {workspace.store_path}")
+    return workspace.open_store()
 
 
 def progress() -> Progress:
@@ -91,3 +101,53 @@ def print_element_diagnosis(store: RecordStore, run_id: str) -> None:
 
     for line in element_diagnosis_lines(store.get_diagnostics(run_id)):
         console.print(escape(line))
+
+
+def print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> None:
+    """The CuBE and CUE-R tables of a run, for the methods its configuration ran, with their n/a notes."""
+    from ragcourt.analysis.cube_tables import (
+        Unavailable,
+        cube_inputs,
+        cube_noted_frame,
+        cube_of_inputs,
+        cube_r_at_k_reason,
+        cube_retrieved_only_noted,
+        cube_rule_based_note,
+    )
+    from ragcourt.analysis.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
+    from ragcourt.analysis.na_notes import NaNotes
+
+    if Method.CUBE in config.methods:
+        inputs = cube_inputs(store, run_id, config)
+        if isinstance(inputs, Unavailable):
+            console.print(f"CuBE: n/a: {escape(inputs.reason)}")
+        else:
+            report = cube_of_inputs(inputs, config)
+            r = report.r_at_k.value
+            notes = NaNotes()  # one numbering for both tables: "n/a [k]" is note k, printed under its table
+            table4 = cube_noted_frame(report, notes=notes, spread=True, ranks=inputs.ranks, top_k=config.top_k)
+            print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
+                        f"R@k = {'n/a' if r is None else f'{r:.2%}'}", table4.marked())
+            rule_based = cube_rule_based_note(config, [j.judge for j in report.judges])
+            if rule_based:
+                console.print(f"[yellow]warning:[/yellow] CuBE {escape(rule_based)}")
+            r_at_k = cube_r_at_k_reason(report)
+            for line in [*table4.lines(), *([f"R@k n/a: {r_at_k}"] if r_at_k else [])]:
+                console.print(f"[yellow]n/a[/yellow] {escape(line)}")
+            retrieved_only = cube_retrieved_only_noted(inputs, config.top_k, notes)
+            print_frame("CuBE retrieved-only analysis (seed 000 5.3): RAG scores vs rank score, all samples "
+                        "and samples whose gold document was retrieved", retrieved_only.marked())
+            for line in retrieved_only.lines():
+                console.print(f"[yellow]n/a[/yellow] {escape(line)}")
+    if Method.CUER in config.methods:
+        diagnostics = store.get_diagnostics(run_id)
+        answers, retrievals = store.get_answers(run_id), store.get_retrievals(run_id)
+        closed_book = cuer_closed_book_of_run(store, run_id, answers, retrievals)
+        if not any(d.perturbations for d in diagnostics):
+            console.print("CUE-R: n/a: no perturbed answers in this run")
+        else:
+            print_frame("CUE-R: mean change when a chunk is removed / replaced / duplicated (perturbed - normal); "
+                        "last row: the closed-book control", cuer_frame(diagnostics, closed_book=closed_book))
+            counts = cuer_counts(diagnostics, answers, retrievals)
+            console.print(escape(cuer_totals(counts)[0]))
+        console.print(escape(closed_book.note()))

@@ -10,10 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.runs.api import DEFAULT_HOME, Models, Workspace
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.schema.config import EvalConfig, JudgeSpec
 from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
 from ragcourt.metrics.dice import (
     PlacementBasis,
@@ -21,6 +19,8 @@ from ragcourt.metrics.dice import (
     TournamentMode,
     round_robin_schedule,
 )
+from ragcourt.nodes.tournament_state import ScoreScheme
+from ragcourt.runs.models import Models
 from ragcourt.runs.ranking import (
     RankingReport,
     RankSettings,
@@ -30,8 +30,9 @@ from ragcourt.runs.ranking import (
     rank_systems,
     save_pool,
 )
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import Sample
-from ragcourt.nodes.tournament_state import ScoreScheme
+from ragcourt.schema.config import EvalConfig, JudgeSpec
 
 
 def load_references(path: Path) -> dict[str, Sample]:

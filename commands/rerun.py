@@ -11,38 +11,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.runs.api import DEFAULT_HOME, HOTPOTQA_COLLECTION, Models, Workspace, _context
+from ragcourt.commands.evaluation import PRECOMPUTED, REFERENCE, build_system, read_samples
 from ragcourt.commands.output import Home, console, print_summary, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.schema.config import ConfigError, EvalConfig
-from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
+from ragcourt.data.loaders import DatasetError
+from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.rerun import RerunResult, arerun_changed
 from ragcourt.runs.runner import RunLockedError
-from ragcourt.schema import Sample
-from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
-
-PRECOMPUTED, REFERENCE = "precomputed", "reference"
-
-
-
-
-def _read_samples(path: Path) -> list[Sample]:
-    try:
-        head = path.open("rb").read(4000)
-    except OSError as error:  # a missing or unreadable file: the loaders' message, not a traceback
-        raise DatasetError(path, f"cannot read file: {error.strerror or error}") from None
-    if b'"question_text"' in head and b'"contexts"' in head:
-        return list(load_hotpotqa(path).samples)
-    return list(load_samples(path).samples)
-
-
-def _system(kind: str, workspace: Workspace, models: Models, collection: str | None) -> RAGSystem:
-    if kind == PRECOMPUTED:
-        return Precomputed(bounds=models.bounds_generator())
-    if collection is None or not workspace.open_vectors().has_collection(collection):
-        _fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: give --collection")
-    assert collection is not None
-    return ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
+from ragcourt.schema.config import ConfigError, EvalConfig
+from ragcourt.systems import Precomputed
 
 
 def _print_result(result: RerunResult) -> None:
@@ -89,7 +67,7 @@ def rerun(
             _fail(f"no run '{changed}' in {workspace.store_path}")
         assert base is not None
         try:
-            samples = _read_samples(dataset) if dataset else store.get_samples(changed)
+            samples = read_samples(dataset) if dataset else store.get_samples(changed)
         except DatasetError as error:
             _fail(str(error))
         kind = system or (PRECOMPUTED if base.system == Precomputed().name else REFERENCE)
@@ -99,10 +77,10 @@ def rerun(
         collection = collection or base.collection or HOTPOTQA_COLLECTION
         config = EvalConfig.model_validate(base.config)
         models = Models(config, store)
-        target = _system(kind, workspace, models, collection)
+        target = build_system(kind, workspace, models, collection)
         vectors = workspace.open_vectors() if kind == REFERENCE else None
         try:
-            context = _context(config, target, store, models, vectors, collection if kind == REFERENCE else None)
+            context = eval_context(config, target, store, models, vectors, collection if kind == REFERENCE else None)
         except ConfigError as error:
             _fail(str(error))
         try:

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.runs.api import DEFAULT_HOME
 from ragcourt.commands.output import console
+from ragcourt.runs.workspace import DEFAULT_HOME
 
 
 def serve(

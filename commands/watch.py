@@ -20,9 +20,10 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.runs.api import DEFAULT_HOME, Workspace
 from ragcourt.commands.output import Home, console
+from ragcourt.metrics.values import MetricKey
 from ragcourt.runs.runner import RunPaths
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import SampleDiagnostics, SampleStatus
 
 SHOWN_METRICS = ("c_prec", "completeness", "verifiableness", "element_coverage", "soft_correctness")
@@ -98,7 +99,7 @@ def question_line(d: SampleDiagnostics) -> str:
         return f"[red]✗[/red] {escape(d.sample_id[:12])}  failed: {escape(d.error or '')}"
     shown = []
     for name in SHOWN_METRICS:
-        metric = next((m for m in d.metrics if m.name.split("@")[0] == name), None)
+        metric = next((m for m in d.metrics if MetricKey.of(m.name).base == name), None)
         if metric is not None:
             shown.append(f"{name}={'n/a' if metric.value is None else f'{metric.value:.2f}'}")
     return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {'  '.join(shown)}  unsupported={len(d.unsupported_claims)}"

@@ -1,1 +1,11 @@
-"""Public, human-labelled sample data shipped for the demo and tests (see data/README.md)."""
+"""Datasets: the loaders of samples, corpora, HotpotQA and RAGChecker files, whose errors name the
+file, line and field (`loaders`); question sets generated from a corpus (`question_sets`); and the public,
+human-labelled sample data shipped for the demo and tests (see data/README.md).
+
+The names below are loaded on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which
+is also what type checkers read): importing one module of the package never imports the others.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

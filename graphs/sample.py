@@ -9,35 +9,50 @@ from langgraph.graph.state import CompiledStateGraph
 from ragcourt.nodes.answerer import answer
 from ragcourt.nodes.check_planner import plan_checks
 from ragcourt.nodes.claims import decompose_answers
-from ragcourt.nodes.decomposer import SPLIT_ANSWERS, SPLIT_INPUTS, decompose_inputs, route_splits
+from ragcourt.nodes.decomposer import decompose_inputs, route_splits
 from ragcourt.nodes.human_review import human_review
-from ragcourt.nodes.judges import AFTER_JUDGES, JUDGE_NODE, fan_out, judge
-from ragcourt.nodes.reconciliation import HUMAN_REVIEW, RETRIEVE, SCORE, reconcile, route_after_reconcile
+from ragcourt.nodes.judges import fan_out, judge
+from ragcourt.nodes.names import (
+    ANSWER,
+    HUMAN_REVIEW,
+    JUDGE,
+    PLAN_CHECKS,
+    RECONCILE,
+    RETRIEVE,
+    SCORE,
+    SPLIT_ANSWERS,
+    SPLIT_INPUTS,
+)
+from ragcourt.nodes.reconciliation import reconcile, route_after_reconcile
 from ragcourt.nodes.retriever_perturber import retrieve_perturb
 from ragcourt.nodes.scorer import score
 from ragcourt.nodes.state import EvalContext, SampleState
 
 
-def build_sample_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+def build_sample_graph(
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> CompiledStateGraph[SampleState, EvalContext, SampleState, SampleState]:
     graph = StateGraph(SampleState, context_schema=EvalContext)
     graph.add_node(SPLIT_INPUTS, decompose_inputs)
     graph.add_node(RETRIEVE, retrieve_perturb)
-    graph.add_node("answer", answer)
+    graph.add_node(ANSWER, answer)
     graph.add_node(SPLIT_ANSWERS, decompose_answers)
-    graph.add_node("plan_checks", plan_checks)
-    graph.add_node(JUDGE_NODE, judge)
-    graph.add_node(AFTER_JUDGES, reconcile)
+    graph.add_node(PLAN_CHECKS, plan_checks)
+    # LangGraph's node protocols name the input parameter `state` (callable by keyword), though LangGraph
+    # passes it positionally: judge's is `task`, the JudgeTask its Send carries, so no overload matches.
+    graph.add_node(JUDGE, judge)
+    graph.add_node(RECONCILE, reconcile)
     graph.add_node(HUMAN_REVIEW, human_review)
     graph.add_node(SCORE, score)
 
     graph.add_edge(START, RETRIEVE)
-    graph.add_edge(RETRIEVE, "answer")
-    graph.add_conditional_edges("answer", route_splits, [SPLIT_INPUTS, SPLIT_ANSWERS])
-    graph.add_edge(SPLIT_INPUTS, "plan_checks")
-    graph.add_edge(SPLIT_ANSWERS, "plan_checks")
-    graph.add_conditional_edges("plan_checks", fan_out, [JUDGE_NODE, AFTER_JUDGES])
-    graph.add_edge(JUDGE_NODE, AFTER_JUDGES)
-    graph.add_conditional_edges(AFTER_JUDGES, route_after_reconcile, [RETRIEVE, HUMAN_REVIEW, SCORE])
+    graph.add_edge(RETRIEVE, ANSWER)
+    graph.add_conditional_edges(ANSWER, route_splits, [SPLIT_INPUTS, SPLIT_ANSWERS])
+    graph.add_edge(SPLIT_INPUTS, PLAN_CHECKS)
+    graph.add_edge(SPLIT_ANSWERS, PLAN_CHECKS)
+    graph.add_conditional_edges(PLAN_CHECKS, fan_out, [JUDGE, RECONCILE])
+    graph.add_edge(JUDGE, RECONCILE)
+    graph.add_conditional_edges(RECONCILE, route_after_reconcile, [RETRIEVE, HUMAN_REVIEW, SCORE])
     graph.add_edge(HUMAN_REVIEW, SCORE)
     graph.add_edge(SCORE, END)
     return graph.compile(checkpointer=checkpointer)

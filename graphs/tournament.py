@@ -7,13 +7,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ragcourt.nodes.match_scorer import score_match
+from ragcourt.nodes.names import JUDGE_PAIRS, SCORE_MATCH
 from ragcourt.nodes.pairwise import judge_pairs
 from ragcourt.nodes.tournament_state import MatchContext, MatchState
 
-JUDGE_PAIRS, SCORE_MATCH = "judge_pairs", "score_match"
 
-
-def build_match_graph() -> CompiledStateGraph:
+def build_match_graph() -> CompiledStateGraph[MatchState, MatchContext, MatchState, MatchState]:
     graph = StateGraph(MatchState, context_schema=MatchContext)
     graph.add_node(JUDGE_PAIRS, judge_pairs)
     graph.add_node(SCORE_MATCH, score_match)

@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from ragcourt.llm.client import LLMClient
+from ragcourt.metrics.text import sentences
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import (
     Decomposition,
@@ -27,7 +28,6 @@ from ragcourt.schema import (
     content_id,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.metrics.text import sentences
 
 
 class Split(BaseModel):
@@ -42,7 +42,8 @@ class Split(BaseModel):
 
 
 class Decomposer(Protocol):
-    model_id: str
+    @property
+    def model_id(self) -> str: ...
 
     def prompt_hash(self, kind: DecompositionKind) -> str: ...
 
@@ -94,6 +95,7 @@ class LLMDecomposer:
     async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
         prompt = load_prompt(_PROMPTS[kind])
         quoted_question = untrusted(question, "QUESTION")
+        schema: type[QueryDecomposition | ClaimList | ElementList]
         if kind is DecompositionKind.SUBQUERIES:
             rendered, schema = prompt.render(question=quoted_question), QueryDecomposition
         elif kind is DecompositionKind.CLAIMS:

@@ -295,7 +295,7 @@ class LLMClient:
         if openai_wire.is_direct(self.model):
             # The request ChatOpenAI would send, posted by the openai client it holds: the endpoint slot is
             # held for the HTTP exchange only, without LangChain's callback layer and its thread hop per call
-            # (measured in BENCHMARKS.md). Errors are the openai SDK's own, so retries classify them as before.
+            # (measured in docs/BENCHMARKS.md). Errors are the openai SDK's own, so retries classify them as before.
             body = openai_wire.request_body(self.model, sent, kwargs)
             async with self._limiter if self._limiter is not None else contextlib.nullcontext():
                 completion = await openai_wire.post(self.model, body)

@@ -17,7 +17,7 @@ what it forbids the caller would have discarded):
 - each string without a maxLength gets `max_string_chars`; each list without a maxItems gets
   `max_list_items`;
 - when the prompt shows items to judge (`[ID]` before an untrusted block labelled ITEM, as
-  jury.render_batch and prompts.library.format_items write them): a list at the top level of the reply
+  judging.llm_judge.render_batch and prompts.library.format_items write them): a list at the top level of the reply
   gets at most one entry per item shown, and a string field named `item_id` is one of the item ids;
 - when the prompt shows other ids (`[ctx_0]` before a CHUNK or TARGET block...): the entries of a list
   field whose name ends in `ids` are among those ids.
@@ -439,7 +439,9 @@ class LocalChatModel(BaseChatModel):
         shown: ShownIds,
     ) -> tuple[dict[str, Any] | None, str | None]:
         """llama.cpp's response_format (a grammar) and the tool name when the reply is a tool call."""
-        bounds = {"max_string_chars": self.max_string_chars, "max_list_items": self.max_list_items, "shown": shown}
+        bounds: dict[str, Any] = {
+            "max_string_chars": self.max_string_chars, "max_list_items": self.max_list_items, "shown": shown
+        }
         if tools:
             function = _chosen_tool(tools, tool_choice)
             schema = bounded_schema(function.get("parameters") or {"type": "object"}, **bounds)
@@ -451,8 +453,8 @@ class LocalChatModel(BaseChatModel):
             schema = bounded_schema(response_format["json_schema"]["schema"], **bounds)
             return {"type": "json_object", "schema": schema}, None
         if kind == "json_object":
-            schema = response_format.get("schema")
-            fmt = {"type": "json_object"} | ({"schema": bounded_schema(schema, **bounds)} if schema else {})
+            given = response_format.get("schema")
+            fmt = {"type": "json_object"} | ({"schema": bounded_schema(given, **bounds)} if given else {})
             return fmt, None
         raise ValueError(f"response_format type {kind!r} is not supported by the local model")
 

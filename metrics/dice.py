@@ -316,10 +316,10 @@ def refit_ratings(
     graph = nx.DiGraph()
     graph.add_nodes_from(systems)
     for m in scored:
-        share = m.result.score_a_total / m.result.n_questions
-        if share > _SCORE_TOLERANCE:
+        match_share = m.result.score_a_total / m.result.n_questions
+        if match_share > _SCORE_TOLERANCE:
             graph.add_edge(m.system_a, m.system_b)  # A took points from B
-        if share < 1 - _SCORE_TOLERANCE:
+        if match_share < 1 - _SCORE_TOLERANCE:
             graph.add_edge(m.system_b, m.system_a)
     if not nx.is_weakly_connected(graph):
         return RefitRatings(ratings=None, na_reason="no refit: the played matches do not connect every system")

@@ -144,7 +144,7 @@ def status_shares(statuses: Iterable[ElementStatus]) -> StatusShares:
     undecided = counts[ElementStatus.UNDECIDED]
     decided = sum(counts.values()) - undecided
     gaps = sum(counts[s] for s in GAP_STATUSES)
-    shares = {
+    shares: dict[ElementStatus, MetricValue] = {
         status: share(
             f"share_{status}",
             counts[status],

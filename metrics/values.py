@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
+from typing import NamedTuple
 
 from ragcourt.schema import MetricValue
 
@@ -37,10 +38,42 @@ class MetricName(StrEnum):
     FLEISS_KAPPA = "fleiss_kappa"
     PEARSON = "pearson"
     SPEARMAN = "spearman"
+    # per sample, when the pointer rule is on: how many elements it left out (n: elements before the rule)
+    POINTER_ELEMENTS_DROPPED = "pointer_elements_dropped"
 
     def at(self, k: int) -> str:
         """The name with a cut-off, e.g. `c_prec@5`."""
         return f"{self.value}@{k}"
+
+
+class MetricKey(NamedTuple):
+    """A reported metric name read back: its base name and cut-off (`c_prec@5` -> `c_prec`, 5; `c_prec` -> k
+    None). `str()` gives the reported name again."""
+
+    base: str
+    k: int | None = None
+
+    @classmethod
+    def of(cls, name: str) -> MetricKey:
+        base, _, k = name.partition("@")
+        return cls(base, int(k) if k else None)
+
+    def __str__(self) -> str:
+        return self.base if self.k is None else f"{self.base}@{self.k}"
+
+
+class NaCause(StrEnum):
+    """The causes of n/a that code reads back (tables that sort n/a figures by why), as the words every such
+    `na_reason` starts with: the reason stays one readable sentence, the cause is found by its type."""
+
+    UNKNOWN_CHUNKS = "the retrieved chunks are unknown"  # the system answered without showing its retrieval
+
+    def reason(self, detail: str) -> str:
+        """The n/a reason of this cause with its detail, e.g. `the retrieved chunks are unknown: <why>`."""
+        return f"{self.value}: {detail}"
+
+    def explains(self, value: MetricValue | None) -> bool:
+        return value is not None and (value.na_reason or "").startswith(self.value)
 
 
 def not_available(name: str, reason: str, *, n: int = 0, n_unscored: int = 0) -> MetricValue:

@@ -1,1 +1,11 @@
+"""The nodes of the per-sample graph and of the DICE match graph, one per module, each
+`state -> partial update`; the graph state and runtime context (`state`, `tournament_state`) and the node
+names (`names`) live beside them. graphs/ wires them.
 
+The names below are loaded on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which
+is also what type checkers read): importing one module of the package never imports the others.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragcourt.nodes.judges import TRANSIENT
-from ragcourt.schema import LOOSE, NORMAL, Answer, Retrieval, UnscoredReason, VerdictStatus
 from ragcourt.nodes.state import EvalContext, SampleState
+from ragcourt.schema import LOOSE, NORMAL, Answer, Retrieval, reusable
 from ragcourt.systems import ConditionUnavailable
 
 
@@ -25,7 +25,7 @@ async def answer(state: SampleState, runtime: Runtime[EvalContext]) -> SampleSta
     answers = state.get("answers") or {
         a.condition.key: a
         for a in await asyncio.to_thread(ctx.store.get_answers, state["run_id"], state["sample"].id)
-        if a.status is VerdictStatus.OK or a.unscored_reason not in TRANSIENT
+        if reusable(a)
     }
     pending = [
         r for key, r in state.get("retrievals", {}).items()
@@ -47,14 +47,15 @@ async def answer(state: SampleState, runtime: Runtime[EvalContext]) -> SampleSta
 async def _answer_one(ctx: EvalContext, state: SampleState, retrieval: Retrieval) -> Answer | str:
     sample = state["sample"]
     started = time.perf_counter()
-    common = {"run_id": state["run_id"], "sample_id": sample.id, "condition": retrieval.condition}
+    common: dict[str, Any] = {
+        "run_id": state["run_id"], "sample_id": sample.id, "condition": retrieval.condition
+    }
     try:
         generation = await ctx.system.generate(sample, retrieval.chunks, retrieval.condition)
     except ConditionUnavailable as reason:
         return str(reason)
     except Exception as error:  # the system under test failed on this sample: keep the reason
-        return Answer(text="", status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.ERROR,
-                      error=f"{type(error).__name__}: {error}", latency_s=time.perf_counter() - started, **common)
+        return Answer.failed(error, latency_s=time.perf_counter() - started, **common)
     return Answer(
         text=generation.text, used_chunk_ids=generation.used_chunk_ids, confidence=generation.confidence,
         latency_s=time.perf_counter() - started, usage=generation.usage, status=generation.status,

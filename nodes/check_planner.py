@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
+from typing import TypedDict, Unpack
 
 from langgraph.runtime import Runtime
 
-from ragcourt.schema.config import EvalConfig, Method
-from ragcourt.prompts.library import PromptId, load_prompt
-from ragcourt.schema import LOOSE, NORMAL, Check, CheckKind, Chunk, Condition, ConditionKind, VerdictStatus
 from ragcourt.nodes.state import EvalContext, SampleState
+from ragcourt.prompts.library import PromptId, load_prompt
+from ragcourt.schema import (
+    LOOSE,
+    NORMAL,
+    Check,
+    CheckKind,
+    Chunk,
+    Condition,
+    ConditionKind,
+    VerdictStatus,
+    WholeTarget,
+)
+from ragcourt.schema.config import EvalConfig, Method
 
 RUBRICS = {
     "relevance": PromptId.RUBRIC_RELEVANCE,
@@ -19,6 +30,13 @@ RUBRICS = {
     "quality": PromptId.RUBRIC_QUALITY,
 }
 CUBE_CONDITIONS = (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE)
+
+
+class _CheckExtra(TypedDict, total=False):
+    """The optional fields of a Check that some kinds set (passed on only when given)."""
+
+    dimension: str | None
+    reference: str | None
 
 
 def render_context(chunks: Sequence[Chunk]) -> str:
@@ -37,7 +55,7 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
     answered = answer is not None and answer.status is VerdictStatus.OK
 
     def check(kind: CheckKind, condition: Condition, subject: tuple[str, str], target: tuple[str, str],
-              **extra: str | None) -> Check:
+              **extra: Unpack[_CheckExtra]) -> Check:
         return Check(kind=kind, sample_id=sample.id, condition=condition, subject_id=subject[0],
                      subject_text=subject[1], target_id=target[0], target_text=target[1],
                      question=sample.question, **extra)
@@ -46,10 +64,10 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
         for element in state.get("elements", ()):
             for retrieval in (normal, retrievals.get(LOOSE.key)):
                 if retrieval is not None:
-                    context = (f"context:{retrieval.condition.key}", render_context(retrieval.chunks))
+                    context = (retrieval.condition.context_target, render_context(retrieval.chunks))
                     yield check(CheckKind.ELEMENT_IN_CONTEXT, retrieval.condition, (element.id, element.text), context)
-            if answered:
-                yield check(CheckKind.ELEMENT_IN_ANSWER, NORMAL, (element.id, element.text), ("answer", answer.text))
+            if answered and answer is not None:  # answered implies an answer; the test narrows the type
+                yield check(CheckKind.ELEMENT_IN_ANSWER, NORMAL, (element.id, element.text), (WholeTarget.ANSWER, answer.text))
     if Method.QCARE in config.methods:
         subqueries = state.get("subqueries", ())
         claims = state.get("claims", {}).get(NORMAL.key, ())
@@ -59,7 +77,7 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
                 yield check(CheckKind.SUBQUERY_IN_CHUNK, NORMAL, (sq.id, sq.text), (chunk.id, chunk.text))
             if claims:
                 joined = "\n".join(c.text for c in claims)
-                yield check(CheckKind.SUBQUERY_ANSWERED, NORMAL, (sq.id, sq.text), ("claims", joined))
+                yield check(CheckKind.SUBQUERY_ANSWERED, NORMAL, (sq.id, sq.text), (WholeTarget.CLAIMS, joined))
         for claim in claims:
             for chunk in chunks:
                 yield check(CheckKind.CLAIM_SUPPORTED, NORMAL, (claim.id, claim.text), (chunk.id, chunk.text))
@@ -74,7 +92,7 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
                 continue
             for dimension in config.dimensions:
                 rubric = dimension.rubric or load_prompt(RUBRICS[dimension.name]).template
-                yield check(CheckKind.DIMENSION_SCORE, cube_answer.condition, ("answer", cube_answer.text),
+                yield check(CheckKind.DIMENSION_SCORE, cube_answer.condition, (WholeTarget.ANSWER, cube_answer.text),
                             (f"rubric:{dimension.name}", rubric), dimension=dimension.name, reference=source)
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from ragcourt.schema.config import Method
 from ragcourt.judging.decomposers import split_for_sample
-from ragcourt.schema import NORMAL, Claim, DecompositionKind, VerdictStatus, content_id
 from ragcourt.nodes.state import EvalContext, SampleState
+from ragcourt.schema import NORMAL, Claim, DecompositionKind, VerdictStatus, content_id
+from ragcourt.schema.config import Method
 
 
 async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:

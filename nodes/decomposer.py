@@ -6,13 +6,12 @@ import asyncio
 
 from langgraph.runtime import Runtime
 
-from ragcourt.schema.config import Method
 from ragcourt.judging.decomposers import split_for_sample
 from ragcourt.metrics.elements import is_pointer_element
-from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, VerdictStatus, content_id
+from ragcourt.nodes.names import SPLIT_ANSWERS, SPLIT_INPUTS
 from ragcourt.nodes.state import EvalContext, SampleState
-
-SPLIT_INPUTS, SPLIT_ANSWERS = "decompose_inputs", "decompose_answers"
+from ragcourt.schema import Decomposition, DecompositionKind, Element, SubQuery, VerdictStatus, content_id
+from ragcourt.schema.config import Method
 
 
 def route_splits(state: SampleState) -> list[str]:

@@ -12,26 +12,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
-from ragcourt.nodes.reconciliation import reconcile_check
-from ragcourt.schema import Label, Review, ReviewAction
+from ragcourt.judging.reconciliation import reconcile_check
 from ragcourt.nodes.state import EvalContext, SampleState, verdict_key
-
-
-class ReviewDecision(BaseModel):
-    """What a person answers for one escalated check."""
-
-    model_config = {"frozen": True}
-
-    check_id: str
-    reviewer: str
-    action: ReviewAction
-    label: Label | None = None
-    score: float | None = None
-    accepted_judge: str | None = None
-    comment: str = ""
-
+from ragcourt.schema import Review
+from ragcourt.schema.review import ReviewDecision
 
 _DECISIONS = TypeAdapter(list[ReviewDecision])
 

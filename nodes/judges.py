@@ -11,15 +11,12 @@ from collections import defaultdict
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from ragcourt.judging import SampleJudge
 from ragcourt.judging.combined_checks import COMBINABLE
-from ragcourt.schema.config import Batching
-from ragcourt.judging.jury import SampleJudge
-from ragcourt.schema import Check, CheckKind, UnscoredReason, Verdict, VerdictStatus
+from ragcourt.nodes.names import JUDGE, RECONCILE
 from ragcourt.nodes.state import EvalContext, JudgeTask, SampleState, verdict_key
-
-TRANSIENT = frozenset({UnscoredReason.TIMEOUT, UnscoredReason.ERROR})
-JUDGE_NODE = "judge"
-AFTER_JUDGES = "reconcile"
+from ragcourt.schema import Check, CheckKind, Verdict, reusable
+from ragcourt.schema.config import Batching
 
 
 def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | str:
@@ -41,20 +38,18 @@ def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | s
         for checks in grouped.values():
             pending = [c for c in checks if verdict_key(c.id, judge.judge_id) not in verdicts]
             if pending:
-                sends.append(Send(JUDGE_NODE, JudgeTask(judge_index=index, kind=pending[0].kind, checks=pending)))
-    return sends or AFTER_JUDGES
+                sends.append(Send(JUDGE, JudgeTask(judge_index=index, kind=pending[0].kind, checks=pending)))
+    return sends or RECONCILE
 
 
-def _reusable(verdict: Verdict) -> bool:
-    return verdict.status is VerdictStatus.OK or verdict.unscored_reason not in TRANSIENT
-
-
-async def judge(task: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
+async def judge(state: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
+    """One jury member on one batch (`state` is the batch a `Send` of fan_out carries, not the graph state)."""
+    task = state
     ctx = runtime.context
     jury_member = ctx.judges[task["judge_index"]]
     checks = task["checks"]
     stored = await ctx.store.aget_verdicts([c.id for c in checks], judge_id=jury_member.judge_id)
-    known = {v.check_id: v for v in stored if _reusable(v)}
+    known = {v.check_id: v for v in stored if reusable(v)}
     missing = [c for c in checks if c.id not in known]
     fresh: list[Verdict] = []
     if missing:
@@ -65,11 +60,6 @@ async def judge(task: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
                 # missing[0]'s kind, not the task's: a resumed combined batch may have only another kind left
                 fresh = await jury_member.judge(missing[0].kind, missing)
         except Exception as error:  # a judge must never take the run down: record why it gave nothing
-            reason = UnscoredReason.TIMEOUT if isinstance(error, TimeoutError) else UnscoredReason.ERROR
-            fresh = [
-                Verdict(check_id=c.id, judge_id=jury_member.judge_id, status=VerdictStatus.UNSCORED,
-                        unscored_reason=reason, detail=f"{type(error).__name__}: {error}")
-                for c in missing
-            ]
+            fresh = [Verdict.failed(c.id, jury_member.judge_id, error) for c in missing]
         await ctx.store.aput(*fresh)
     return {"verdicts": {verdict_key(v.check_id, v.judge_id): v for v in [*known.values(), *fresh]}}

@@ -26,9 +26,15 @@ from ragcourt.metrics.dice import (
     soft_score,
     vote_probabilities,
 )
-from ragcourt.schema import Check, Label, Verdict
 from ragcourt.nodes.state import verdict_key
-from ragcourt.nodes.tournament_state import JudgeDecision, MatchContext, MatchState, QuestionOutcome, ScoreScheme
+from ragcourt.nodes.tournament_state import (
+    JudgeDecision,
+    MatchContext,
+    MatchState,
+    QuestionOutcome,
+    ScoreScheme,
+)
+from ragcourt.schema import Check, Label, Verdict
 
 _SWAP = {Label.A: Label.B, Label.B: Label.A, Label.TIE: Label.TIE}
 _SURE_TIE = {Label.A: 0.0, Label.B: 0.0, Label.TIE: 1.0}

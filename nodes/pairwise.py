@@ -14,21 +14,19 @@ from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
 
-from ragcourt.judging.jury import Judge
-from ragcourt.nodes.judges import TRANSIENT
+from ragcourt.judging import Judge
+from ragcourt.nodes.state import verdict_key
+from ragcourt.nodes.tournament_state import MatchContext, MatchState
 from ragcourt.schema import (
     NORMAL,
     Check,
     CheckKind,
     Chunk,
     Sample,
-    UnscoredReason,
     Verdict,
-    VerdictStatus,
     content_id,
+    reusable,
 )
-from ragcourt.nodes.state import verdict_key
-from ragcourt.nodes.tournament_state import MatchContext, MatchState
 
 
 def _chunk_lines(side: str, chunks: Sequence[Chunk]) -> str:
@@ -66,22 +64,17 @@ def both_orders(question: Sample, answer_a: Sample, answer_b: Sample) -> tuple[C
     return pairwise_check(question, answer_a, answer_b), pairwise_check(question, answer_b, answer_a)
 
 
-def _reusable(verdict: Verdict) -> bool:
-    return verdict.status is VerdictStatus.OK or verdict.unscored_reason not in TRANSIENT
-
-
 async def _ask(ctx: MatchContext, judge: Judge, check: Check) -> list[Verdict]:
     async with ctx.semaphore():
         try:
             return await judge.judge(CheckKind.PAIRWISE, [check])
         except Exception as error:  # noqa: BLE001 - a judge must never take the tournament down
-            return [Verdict(check_id=check.id, judge_id=judge.judge_id, status=VerdictStatus.UNSCORED,
-                            unscored_reason=UnscoredReason.ERROR, detail=f"{type(error).__name__}: {error}")]
+            return [Verdict.failed(check.id, judge.judge_id, error)]
 
 
 async def _jury_member(ctx: MatchContext, judge: Judge, checks: Sequence[Check]) -> list[Verdict]:
     stored = await ctx.store.aget_verdicts([c.id for c in checks], judge_id=judge.judge_id)
-    known = {v.check_id: v for v in stored if _reusable(v)}
+    known = {v.check_id: v for v in stored if reusable(v)}
     missing = [c for c in checks if c.id not in known]
     fresh = [v for batch in await asyncio.gather(*(_ask(ctx, judge, c) for c in missing)) for v in batch]
     await ctx.store.aput(*fresh)

@@ -13,7 +13,7 @@ import random
 
 from langgraph.runtime import Runtime
 
-from ragcourt.schema.config import DistractorPolicy
+from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.schema import (
     CLOSED_BOOK,
     LOOSE,
@@ -25,7 +25,7 @@ from ragcourt.schema import (
     Retrieval,
     Sample,
 )
-from ragcourt.nodes.state import EvalContext, SampleState
+from ragcourt.schema.config import DistractorPolicy
 from ragcourt.systems import ConditionUnavailable
 
 DISTRACTOR_POOL = 50  # how many nearest corpus chunks the best non-gold distractor is looked for in

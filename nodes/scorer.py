@@ -1,4 +1,4 @@
-"""Node: the per-sample metrics and diagnostics, written to the store and emitted on the custom stream.
+"""Node: the per-sample metrics and diagnostics, written to the store (the runner streams them to callers).
 
 Figures come from the reconciled decisions (a person's review wins); every metric carries how many of
 its checks were unscored and how many were escalated.
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from ragcourt.schema.config import Method
 from ragcourt.metrics import cuer, qcare
 from ragcourt.metrics.elements import element_coverage, element_outcome
-from ragcourt.metrics.values import Decision, MetricName, not_available
+from ragcourt.metrics.values import Decision, MetricKey, MetricName, NaCause, not_available
+from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.schema import (
     LOOSE,
     NORMAL,
@@ -27,8 +26,9 @@ from ragcourt.schema import (
     SampleStatus,
     TokenUsage,
     VerdictStatus,
+    WholeTarget,
 )
-from ragcourt.nodes.state import EvalContext, SampleState
+from ragcourt.schema.config import Method
 
 QCARE_KINDS = {
     "c_prec": (CheckKind.SUBQUERY_IN_CHUNK,),
@@ -39,9 +39,6 @@ QCARE_KINDS = {
 }
 ELEMENT_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER)
 NO_REFERENCE = "the sample has no reference answer: elements are split from one (seed 003)"
-# Per sample, when the pointer rule is on: how many elements it left out (n: elements before the rule).
-POINTER_ELEMENTS_DROPPED = "pointer_elements_dropped"
-UNKNOWN_CHUNKS = "the retrieved chunks are unknown"  # start of the n/a reason when the retrieval is not shown
 SPLIT_FAILED = "the {what} could not be split into {units} (the decomposer gave no scored split)"
 
 
@@ -78,7 +75,7 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
     serves = [[decisions.get(kind.CLAIM_SERVES_SUBQUERY, cl.text, sq.id) for sq in subqueries] for cl in claims]
     supports = [[decisions.get(kind.CLAIM_SUPPORTED, cl.text, c.id) for c in chunks] for cl in claims]
     # Without claims nothing answers a sub-query: that is a decided "no", not an unscored check.
-    answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.text, "claims") if claims else False for sq in subqueries]
+    answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.text, WholeTarget.CLAIMS) if claims else False for sq in subqueries]
     # k is the retrieval's own (top_k), the same for every sample, so C-Prec@k is one metric across the run;
     # given contexts have none, and every sample's chunks count whole under the name without @k.
     values = qcare.qcare_metrics(covers, serves, answered, supports, k=normal.k if normal else None)
@@ -86,7 +83,7 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
         why = state.get("retrieval_hidden") or state.get("unavailable", {}).get(NORMAL.key, "no normal retrieval")
         values = tuple(
             m if m.name in (MetricName.COMPLETENESS, MetricName.CONCISENESS)
-            else not_available(m.name, f"{UNKNOWN_CHUNKS}: {why}")
+            else not_available(m.name, NaCause.UNKNOWN_CHUNKS.reason(why))
             for m in values
         )
     if NORMAL.key not in state.get("claims", {}):  # the claims are unknown (not none): never a completeness of 0
@@ -97,7 +94,7 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
             for m in values
         )
     metrics = [
-        m.model_copy(update={"n_escalated": decisions.escalated(QCARE_KINDS.get(m.name.split("@")[0], ()))})
+        m.model_copy(update={"n_escalated": decisions.escalated(QCARE_KINDS.get(MetricKey.of(m.name).base, ()))})
         for m in values
     ]
     graph = qcare.alignment_graph_json(qcare.alignment_graph(subqueries, chunks, claims, covers, serves, supports))
@@ -165,9 +162,9 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     elements = tuple(
         element_outcome(
             e,
-            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, f"context:{NORMAL.key}"),
-            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, f"context:{LOOSE.key}", LOOSE.key),
-            decisions.get(CheckKind.ELEMENT_IN_ANSWER, e.text, "answer"),
+            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, NORMAL.context_target),
+            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, LOOSE.context_target, LOOSE.key),
+            decisions.get(CheckKind.ELEMENT_IN_ANSWER, e.text, WholeTarget.ANSWER),
         )
         for e in state.get("elements", ())
     )
@@ -183,10 +180,10 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     unknown_retrieval = state.get("retrieval_hidden")
     if elements and unknown_retrieval and NORMAL.key not in state.get("retrievals", {}):
         element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value,
-                                         f"{UNKNOWN_CHUNKS}: {unknown_retrieval}")]
+                                         NaCause.UNKNOWN_CHUNKS.reason(unknown_retrieval))]
     if ctx.config.drop_pointer_elements and "dropped_elements" in state:
         dropped = len(state["dropped_elements"])
-        element_metrics.append(MetricValue(name=POINTER_ELEMENTS_DROPPED, value=float(dropped),
+        element_metrics.append(MetricValue(name=MetricName.POINTER_ELEMENTS_DROPPED.value, value=float(dropped),
                                            n=dropped + len(elements)))
     usage = sum((v.usage for v in verdicts), TokenUsage()) + sum(
         (a.usage for a in state.get("answers", {}).values()), TokenUsage()
@@ -207,5 +204,4 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
         alignment_graph=graph,
     )
     await ctx.store.aput(diagnostics)
-    get_stream_writer()(diagnostics)
     return {"diagnostics": diagnostics}

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
-from ragcourt.schema.config import EvalConfig
+from ragcourt.judging import Judge
 from ragcourt.judging.decomposers import Decomposer, SplitsInFlight
-from ragcourt.judging.jury import Judge
 from ragcourt.schema import (
     Answer,
     Check,
@@ -28,6 +27,7 @@ from ragcourt.schema import (
     SubQuery,
     Verdict,
 )
+from ragcourt.schema.config import EvalConfig
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import RAGSystem
@@ -82,5 +82,4 @@ class EvalContext:
     store: RecordStore
     vectors: VectorStore | None = None
     collection: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
     splits_in_flight: SplitsInFlight = field(default_factory=dict)  # see decomposers.frozen_split

@@ -11,7 +11,7 @@ from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
-from ragcourt.judging.jury import Judge
+from ragcourt.judging import Judge
 from ragcourt.metrics.dice import DecisionProbabilities, MatchResult
 from ragcourt.schema import Check, Label, Sample, Verdict
 from ragcourt.stores.records import RecordStore

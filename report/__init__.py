@@ -1,1 +1,11 @@
-"""Reports people read: HTML with inline SVG plots, CSV/Parquet exports."""
+"""Reports people read: one self-contained HTML file with inline SVG charts (`html`, `sections`,
+`svg`, `cube_chart`, `cuer_chart`, `method_charts`), the data behind it (`data`) and CSV/Parquet exports
+(`export`).
+
+The names below are loaded on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which
+is also what type checkers read): importing one module of the package never imports the others.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -15,9 +15,15 @@ import textwrap
 from collections.abc import Sequence
 from html import escape
 
-from ragcourt.analysis.cube_tables import SPREAD, CubeCounts, cube_r_at_k_reason, cube_reasons, cube_spread_reasons
-from ragcourt.metrics.cube import AnswerSet, CubeReport, JudgeCube, Spread
+from ragcourt.analysis.cube_tables import (
+    SPREAD,
+    CubeCounts,
+    cube_r_at_k_reason,
+    cube_reasons,
+    cube_spread_reasons,
+)
 from ragcourt.analysis.na_notes import NaNotes
+from ragcourt.metrics.cube import AnswerSet, CubeReport, JudgeCube, Spread
 
 WIDTH = 640
 LABEL_W = 170  # judge label column
@@ -66,8 +72,8 @@ def _judge_row(judge: JudgeCube, dimension: str, y: float, reasons: dict[str, st
         parts.append(f'<line x1="{score_x(lower):.1f}" y1="{y:.1f}" x2="{score_x(upper):.1f}" y2="{y:.1f}" '
                      f'stroke="{stroke}" stroke-width="3"/>')
     for aset in (AnswerSet.CLOSED_BOOK, AnswerSet.ORACLE, AnswerSet.RAG):
-        if means[aset] is not None:
-            parts.append(_marker(aset, score_x(means[aset]), y))
+        if (mean := means[aset]) is not None:
+            parts.append(_marker(aset, score_x(mean), y))
     normalized = judge.normalized_dimensions[dimension]
     if normalized.value is None:
         reason = reasons.get(dimension, str(normalized.na_reason))

@@ -133,7 +133,7 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
     for i, kind in enumerate(KINDS):
         parts.append(f'<text x="{LABEL_W + CELL_W * i + CELL_W / 2:.1f}" y="{header_h - 4}" text-anchor="middle" '
                      f'font-weight="bold">{kind}</text>')
-    if control_rows:
+    if closed_book is not None and control_rows:  # control_rows is 0 without a control
         parts.extend(_closed_book_row(closed_book, header_h + 16))
     for r, key in enumerate(shown, start=control_rows):
         y = header_h + 16 + ROW_H * r

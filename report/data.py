@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.schema import (
     NORMAL,
     Answer,
@@ -27,13 +27,12 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.stores.records import RecordStore, SampleCheckCounts, VerdictTally
-from ragcourt.analysis.summary import RunSummary, summarize
+from ragcourt.schema.config import NO_LLM_MODELS, EvalConfig, Method
+from ragcourt.stores import RecordStore, SampleCheckCounts, VerdictTally
 
 PriceTable = Mapping[str, tuple[float, float]]
 """model_id -> (USD per 1k prompt tokens, USD per 1k completion tokens), as llm.usage takes it."""
 
-NO_LLM_MODELS = frozenset({"lexical", "semantic"})
 # Questions the drill-down shows by default: those needing attention first, then the first others. The
 # exports (`ragcourt report RUN --export DIR`) hold every question's checks and verdicts.
 DRILL_DOWN_QUESTIONS = 100

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.analysis.cube_tables import Unavailable, cube_inputs, cube_of_inputs, cube_rule_based_note
 from ragcourt.analysis.cuer_tables import cuer_closed_book_of_run, cuer_counts
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
+from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 
 CUBE_CHART = "cube_bounds.svg"

@@ -7,11 +7,11 @@ showing numbers it does not have.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 from markupsafe import Markup
 
-from ragcourt.schema.config import Method
 from ragcourt.analysis.cube_tables import (
     SPREAD,
     Unavailable,
@@ -33,12 +33,7 @@ from ragcourt.analysis.cuer_tables import (
     cuer_frame,
     cuer_totals,
 )
-from ragcourt.metrics.cube import RANK_SCORE_IS
-from ragcourt.metrics.values import MetricName
 from ragcourt.analysis.na_notes import NaNotes, NotedFrame
-from ragcourt.report.cube_chart import cube_bounds_svg
-from ragcourt.report.cuer_chart import cuer_utility_svg
-from ragcourt.report.data import ReportData
 from ragcourt.analysis.qcare_tables import (
     UNDECIDED_TABLE,
     gap_share_frame,
@@ -47,10 +42,16 @@ from ragcourt.analysis.qcare_tables import (
     undecided_frame,
     unsupported_claim_frame,
 )
+from ragcourt.analysis.summary import MetricRow
+from ragcourt.metrics.cube import RANK_SCORE_IS
+from ragcourt.metrics.values import MetricKey, MetricName
+from ragcourt.report.cube_chart import cube_bounds_svg
+from ragcourt.report.cuer_chart import cuer_utility_svg
+from ragcourt.report.data import ReportData
 from ragcourt.report.svg import Bar, bar_chart
 from ragcourt.schema import SampleDiagnostics
+from ragcourt.schema.config import Method
 from ragcourt.stores.records import RecordStore
-from ragcourt.analysis.summary import MetricRow
 
 QCARE_METRICS = (MetricName.C_PRECISION, MetricName.C_NDCG, MetricName.COMPLETENESS, MetricName.CONCISENESS,
                  MetricName.VERIFIABLENESS)
@@ -85,10 +86,6 @@ class Section:
     na_notes: tuple[str, ...] = ()  # numbered reasons of the n/a figures: "n/a [k]" in a table or chart is note k
 
 
-def _base(name: str) -> str:
-    return name.split("@")[0]
-
-
 def metric_frame(rows: tuple[MetricRow, ...]) -> pd.DataFrame:
     return pd.DataFrame(
         [{"metric": r.name, "mean": r.mean, "samples": r.n_samples, "n_a": r.n_na, "unscored": r.n_unscored,
@@ -115,7 +112,7 @@ def _diagnostics(data: ReportData) -> list[SampleDiagnostics]:
 
 
 def qcare_section(data: ReportData) -> Section:
-    rows = tuple(r for r in data.summary.metrics if _base(r.name) in QCARE_METRICS)
+    rows = tuple(r for r in data.summary.metrics if MetricKey.of(r.name).base in QCARE_METRICS)
     notes = ("means over samples; a sample where a metric is n/a is counted under n_a, never as 0",)
     if not rows:
         return Section("qcare", "Q-CARE", notes=("no Q-CARE metrics in this run",))
@@ -148,7 +145,7 @@ def gap_share_chart(gaps: pd.DataFrame, coverage: tuple[MetricRow, ...]) -> Mark
 
 
 def elements_section(data: ReportData) -> Section:
-    rows = tuple(r for r in data.summary.metrics if _base(r.name) == MetricName.ELEMENT_COVERAGE)
+    rows = tuple(r for r in data.summary.metrics if MetricKey.of(r.name).base == MetricName.ELEMENT_COVERAGE)
     diagnostics = _diagnostics(data)
     gaps = gap_share_frame(diagnostics)
     tables = [NamedTable("element_gap_shares", "Element statuses and gap shares", gaps),
@@ -180,7 +177,7 @@ def cube_section(store: RecordStore, data: ReportData) -> Section:
     if isinstance(inputs, Unavailable):
         return Section("cube", "CuBE", notes=(f"n/a: {inputs.reason}",))
     report, counts = cube_of_inputs(inputs, config), inputs.counts
-    where = {"ranks": inputs.ranks, "top_k": config.top_k}
+    where: dict[str, Any] = {"ranks": inputs.ranks, "top_k": config.top_k}
     na = NaNotes()
     table4 = cube_noted_frame(report, counts, na, **where)
     bounds = cube_bounds_noted_frame(report, counts, na, **where)
@@ -254,7 +251,7 @@ def cuer_section(store: RecordStore, data: ReportData) -> Section:
 
 
 def answer_section(data: ReportData) -> Section | None:
-    rows = tuple(r for r in data.summary.metrics if _base(r.name) in ANSWER_METRICS)
+    rows = tuple(r for r in data.summary.metrics if MetricKey.of(r.name).base in ANSWER_METRICS)
     if not rows:
         return None
     return Section("answers", "Answer correctness (against gold answers)",

@@ -1,1 +1,18 @@
-"""TODO facade"""
+"""The run level: evaluations built from a configuration, run over many samples, and what is done with runs.
+
+- `api`: the public Python API: evaluate / aevaluate / astream, EvalResult, reference_system.
+- `workspace`: the folder a project's runs share (Workspace, DEFAULT_HOME, HOTPOTQA_COLLECTION).
+- `models`: building a run from its configuration (Models, check_model_specs, eval_context).
+- `runner`: many samples through the per-sample graph, resumable (Runner, RunPaths, RunLock).
+- `live`: live-traffic evaluation attached to a LangChain app (LiveEvaluator).
+- `rescore`, `rerun`, `element_lists`: recompute a run, re-test changed rows, edit frozen element lists.
+- `ranking`, `calibration`: DICE tournaments of systems, and judges against human labels.
+
+The names below load on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which is also
+what type checkers read): `ragcourt.runs.Workspace` imports runs/workspace.py alone, never the heavy modules
+(live, ranking, calibration) of names not asked for.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -1,188 +1,32 @@
-"""Building an evaluation from a configuration, and the public Python API.
+"""The public Python API: evaluate, aevaluate and astream a RAG system (or a LangChain app as it is) on a
+dataset, EvalResult, and reference_system, the CLI's reference RAG.
 
-A workspace (default `./ragcourt-runs`) holds one record store for all its runs (so the LLM cache and
-frozen element lists serve every later run), the chromadb folder, and one directory per run with its
-diagnostics stream, the config used and, for inline review, the LangGraph checkpoints.
+Every run goes to a workspace (ragcourt.runs.workspace) and is built from its configuration as the CLI
+builds it (ragcourt.runs.models).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import openai
 import pandas as pd
 
-from ragcourt.runs import background_loop
-from ragcourt.schema.config import ConfigError, EvalConfig
 from ragcourt.data.loaders import load_samples
-from ragcourt.judging.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
-from ragcourt.judging.jury import BaselineJudge, BaselineRule, Judge, LLMJudge
-from ragcourt.llm.factory import build_client
-from ragcourt.llm.limits import LimiterRegistry
-from ragcourt.llm.spec import ModelSpec, Provider
-from ragcourt.llm.usage import UsageMeter
+from ragcourt.runs import background_loop
+from ragcourt.runs.models import ConfiguredAnswerer, Models, eval_context
 from ragcourt.runs.runner import Runner
+from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, PathInput, Workspace
 from ragcourt.schema import Sample, SampleDiagnostics, content_id
-from ragcourt.nodes.state import EvalContext
-from ragcourt.stores.embeddings import MiniLMEmbedding
-from ragcourt.stores.records import RecordStore
+from ragcourt.schema.config import EvalConfig
 from ragcourt.stores.vectors import VectorStore
-from ragcourt.systems import (
-    ExtractiveGenerator,
-    Generator,
-    LangChainSystem,
-    LLMGenerator,
-    RAGSystem,
-    ReferenceRAG,
-)
+from ragcourt.systems import Generator, LangChainSystem, RAGSystem, ReferenceRAG
 
-DEFAULT_HOME = Path("ragcourt-runs")
-HOTPOTQA_COLLECTION = "hotpotqa"  # where `ragcourt demo` indexes the bundled corpus; `run`'s default
-NO_LLM = {"lexical", "semantic", "sentences", "extractive"}
 LANGCHAIN_DEFAULT_K = 4  # VectorStoreRetriever's k when search_kwargs does not set it
-
-
-PathInput = str | os.PathLike[str]
-
-
-@dataclass(frozen=True, init=False)
-class Workspace:
-    home: Path
-
-    def __init__(self, home: PathInput = DEFAULT_HOME) -> None:
-        object.__setattr__(self, "home", Path(home))  # a str or any PathLike is taken
-
-    @property
-    def store_path(self) -> Path:
-        return self.home / "store.sqlite"
-
-    @property
-    def chroma_path(self) -> Path:
-        return self.home / "chroma"
-
-    def run_dir(self, run_id: str) -> Path:
-        if not run_id or run_id in (".", "..") or "/" in run_id or "\\" in run_id or "\0" in run_id:
-            raise ValueError(f"run id {run_id!r} is not a plain name (no '/', '\\', '..' or NUL)")
-        return self.home / "runs" / run_id
-
-    def open_store(self) -> RecordStore:
-        self.home.mkdir(parents=True, exist_ok=True)
-        return RecordStore(self.store_path)
-
-    def open_vectors(self) -> VectorStore:
-        return VectorStore.persistent(self.chroma_path, MiniLMEmbedding())
-
-
-def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
-    """Raise ConfigError naming the key of a model spec that does not parse, or of repeated judge ids: what
-    building the Models would fail on, found before a store is opened or anything is built."""
-    named = [(f"judges.{i}.model", j.model) for i, j in enumerate(config.judges) if j.model not in NO_LLM]
-    named += [(key, value) for key, value in (("decomposer", config.decomposer), ("answerer", config.answerer),
-                                               ("bounds_generator", config.bounds_generator))
-              if value is not None and value not in NO_LLM]
-    for key, text in named:
-        try:
-            ModelSpec.parse(text)
-        except ValueError as error:
-            raise ConfigError(f"{source}: invalid configuration key '{key}': {error}") from None
-    ids = [j.judge_id for j in config.judges]
-    if len(set(ids)) != len(ids):
-        raise ConfigError(f"{source}: invalid configuration key 'judges': judge ids must be unique, got {ids}; give "
-                          "repeated models an 'id'")
-
-
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-
-
-@dataclass
-class Models:
-    """Builds every LLM client of a run with one cache, one usage meter and one limiter per endpoint."""
-
-    config: EvalConfig
-    store: RecordStore
-    usage: UsageMeter = field(default_factory=UsageMeter)
-    limiters: LimiterRegistry | None = None
-    _embedding: MiniLMEmbedding | None = None
-    # One connection pool per endpoint for the run's clients (judges, decomposer, answerer share it).
-    _http_clients: dict[str, openai.DefaultAsyncHttpxClient] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.limiters = self.limiters or LimiterRegistry(default_max_concurrency=self.config.llm_concurrency)
-
-    def client(self, spec_text: str, role: str, *, logprobs: bool = False) -> Any:
-        spec = ModelSpec.parse(spec_text)
-        assert self.limiters is not None
-        # A local model runs one call at a time anyway (llama.cpp): queue the rest here, not in threads.
-        in_flight = 1 if spec.provider is Provider.LOCAL else None
-        http_client = None
-        if spec.provider is not Provider.LOCAL:
-            if spec.endpoint not in self._http_clients:  # made once: a pool's TLS set-up costs ~20 ms
-                self._http_clients[spec.endpoint] = openai.DefaultAsyncHttpxClient()
-            http_client = self._http_clients[spec.endpoint]
-        return build_client(
-            spec, role=role, cache=self.store,
-            limiter=self.limiters.limiter_for(spec.endpoint, max_concurrency=in_flight),
-            usage=self.usage, timeout_s=self.config.timeout_s, logprobs=logprobs,
-            top_logprobs=5 if logprobs else None, http_client=http_client,
-        )
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        if self._embedding is None:
-            self._embedding = MiniLMEmbedding()
-        return np.asarray(self._embedding(texts), dtype=np.float32)
-
-    def judges(self) -> list[Judge]:
-        out: list[Judge] = []
-        for spec in self.config.judges:
-            if spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
-                out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed, name=spec.id))
-            else:
-                out.append(LLMJudge(self.client(spec.model, "judge", logprobs=spec.logprobs), spec.judge_id))
-        ids = [j.judge_id for j in out]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"judge ids must be unique, got {ids}; give repeated models an 'id'")
-        for judge in out:
-            if isinstance(judge, LLMJudge):
-                self._check_judge_identity(judge)
-        return out
-
-    def _check_judge_identity(self, judge: LLMJudge) -> None:
-        """Stored verdicts are reused by (check, judge id): under an id whose model changed they would be
-        another model's answers. Refused, not silently reused or overwritten."""
-        others = self.store.judge_model_ids(judge.judge_id) - {judge.client.model_id}
-        if others:
-            raise ConfigError(
-                f"judge id '{judge.judge_id}' has verdicts from {', '.join(sorted(others))} in this workspace's "
-                f"store and now names {judge.client.model_id}: its stored verdicts would be reused for another "
-                "model. Give this judge a new 'id' in the configuration, or use another --home."
-            )
-
-    def decomposer(self) -> Decomposer:
-        if self.config.decomposer == "sentences":
-            return SentenceDecomposer()
-        return LLMDecomposer(self.client(self.config.decomposer, "decomposer"))
-
-    def generator(self) -> Generator:
-        if self.config.answerer == "extractive":
-            return ExtractiveGenerator()
-        return LLMGenerator(self.client(self.config.answerer, "answerer"), name=self.config.answerer)
-
-    def bounds_generator(self) -> Generator | None:
-        """The generator of the closed-book and oracle answers of a precomputed system; None when unset."""
-        spec = self.config.bounds_generator
-        if spec is None:
-            return None
-        if spec == "extractive":
-            return ExtractiveGenerator()
-        return LLMGenerator(self.client(spec, "bounds"), name=spec)
 
 
 @dataclass
@@ -212,21 +56,6 @@ class EvalResult:
 FRAME_COLUMNS = ["sample_id", "status", "n_checks", "n_unscored", "n_escalated"]
 
 
-def _context(config: EvalConfig, system: RAGSystem, store: RecordStore, models: Models,
-             vectors: VectorStore | None, collection: str | None) -> EvalContext:
-    return EvalContext(config=config, system=system, judges=models.judges(), decomposer=models.decomposer(),
-                       store=store, vectors=vectors, collection=collection, extras={"usage": models.usage})
-
-
-@dataclass
-class ConfiguredAnswerer(ExtractiveGenerator):
-    """Stands for the configuration's `answerer` in a system built before the run (reference_system): a run
-    replaces it with Models.generator() (the cache, usage meter and limits of the run), as the CLI builds it.
-    Called outside a run, it answers extractively."""
-
-    name: str = "configured-answerer"
-
-
 def reference_system(collection: str = HOTPOTQA_COLLECTION, *, home: PathInput = DEFAULT_HOME,
                      generator: Generator | None = None) -> ReferenceRAG:
     """The CLI's reference RAG: the workspace's embedded chromadb collection (written by `ragcourt index` or
@@ -244,7 +73,7 @@ def reference_system(collection: str = HOTPOTQA_COLLECTION, *, home: PathInput =
 DatasetInput = str | os.PathLike[str] | Sequence[Sample]
 
 
-def _langchain_config(retriever: Any) -> EvalConfig:
+def langchain_config(retriever: Any) -> EvalConfig:
     """The app as it is: the normal condition retrieves with the retriever's own k and score threshold."""
     search_kwargs = getattr(retriever, "search_kwargs", None)
     if isinstance(search_kwargs, dict):
@@ -276,7 +105,7 @@ def _resolve(
     if system is None:
         if chain is None:
             raise TypeError("give system= (a RAGSystem) or chain= (with retriever=) of a LangChain app")
-        config = config or (_langchain_config(retriever) if retriever is not None else EvalConfig())
+        config = config or (langchain_config(retriever) if retriever is not None else EvalConfig())
         system = LangChainSystem(retriever, chain, normal_k=config.top_k)
     elif retriever is not None or chain is not None:
         raise TypeError("give either system= or retriever=/chain=, not both")
@@ -307,14 +136,14 @@ def _plan(samples: Sequence[Sample] | None, system: RAGSystem | None, retriever:
     return _Plan(samples, system, label, config, workspace, run_id, vectors, collection)
 
 
-async def _stream(plan: _Plan) -> AsyncIterator[SampleDiagnostics]:
+async def _stream(plan: _Plan) -> AsyncGenerator[SampleDiagnostics, None]:
     store = plan.workspace.open_store()
     try:
         models = Models(plan.config, store)
         system = plan.system
         if isinstance(system, ReferenceRAG) and isinstance(system.generator, ConfiguredAnswerer):
             system = replace(system, generator=models.generator())
-        context = _context(plan.config, system, store, models, plan.vectors, plan.collection)
+        context = eval_context(plan.config, system, store, models, plan.vectors, plan.collection)
         runner = Runner(context, plan.run_id, plan.workspace.run_dir(plan.run_id))
         async for diagnostics in runner.astream(plan.samples, dataset=plan.label, system=system.name):
             yield diagnostics

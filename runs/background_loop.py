@@ -15,7 +15,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -106,7 +106,7 @@ async def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, get_loop()))
 
 
-async def stream(items: AsyncIterator[T]) -> AsyncIterator[T]:
+async def stream(items: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
     """Iterate `items` on the persistent loop and hand each to the caller's loop as it comes (`astream`).
 
     As a generator would, the iteration waits at each item until the consumer asks for the next (so a run is

@@ -31,7 +31,7 @@ from ragcourt.data.loaders import (
     read_jsonl_models,
 )
 from ragcourt.graphs.tournament import build_match_graph
-from ragcourt.judging.jury import Judge
+from ragcourt.judging import Judge
 from ragcourt.metrics.agreement import (
     ConfidenceInterval,
     accuracy,
@@ -44,9 +44,9 @@ from ragcourt.metrics.agreement import (
     spearman,
 )
 from ragcourt.metrics.dice import vote_probabilities
+from ragcourt.nodes.tournament_state import AnswerSet, MatchContext, QuestionOutcome
 from ragcourt.schema import SCORE_RANGE, CheckKind, Label, MetricValue, ReviewAction, Sample
 from ragcourt.stores.records import RecordStore
-from ragcourt.nodes.tournament_state import AnswerSet, MatchContext, QuestionOutcome
 
 JURY = "jury"
 CONSENSUS = "agreeing annotators"

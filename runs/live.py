@@ -45,11 +45,12 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
-from ragcourt.runs.api import Models, Workspace, _context
-from ragcourt.schema.config import EvalConfig, Method, ReviewMode
 from ragcourt.graphs.sample import build_sample_graph
+from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.runner import RunLock, Runner, RunPaths
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Chunk, ConditionKind, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema.config import EvalConfig, Method, ReviewMode
 from ragcourt.systems import Precomputed, answer_text, chunks_from_documents
 
 logger = logging.getLogger("ragcourt.live")
@@ -335,7 +336,7 @@ class LiveEvaluator:
             return
         try:
             models = Models(self.config, store)
-            context = _context(self.config, Precomputed(name=self.app_name), store, models, None, None)
+            context = eval_context(self.config, Precomputed(name=self.app_name), store, models, None, None)
             graph = build_sample_graph()
             runner = Runner(context, self.run_id, self.run_dir)
             runner.register(dataset="live", system=self.app_name)

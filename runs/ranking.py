@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragcourt.data.loaders import load_samples
 from ragcourt.graphs.tournament import build_match_graph
-from ragcourt.judging.jury import Judge
+from ragcourt.judging import Judge
 from ragcourt.metrics.dice import (
     DEFAULT_BOOTSTRAP_RESAMPLES,
     DEFAULT_K,
@@ -39,10 +39,16 @@ from ragcourt.metrics.dice import (
     run_tournament,
     tier_position,
 )
+from ragcourt.nodes.tournament_state import (
+    AnswerSet,
+    JudgeCallCount,
+    MatchContext,
+    QuestionOutcome,
+    ScoreScheme,
+)
 from ragcourt.schema import NORMAL, RunInfo, Sample, content_id
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import RAGSystem
-from ragcourt.nodes.tournament_state import AnswerSet, JudgeCallCount, MatchContext, QuestionOutcome, ScoreScheme
 
 POOL_MANIFEST = "baselines.json"
 T = TypeVar("T")

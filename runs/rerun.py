@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.nodes.state import EvalContext
 from ragcourt.runs.element_lists import current_elements
 from ragcourt.runs.runner import CONFIG_FILE, DIAGNOSTICS_FILE, Runner
 from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus, content_id
-from ragcourt.nodes.state import EvalContext
+from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 
 NEW_SAMPLE = "not in the base run"

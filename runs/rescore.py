@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragcourt.runs.api import Models, _context
-from ragcourt.schema.config import EvalConfig
 from ragcourt.judging.decomposers import Decomposer, Split
+from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.runner import Runner
 from ragcourt.schema import (
     Check,
@@ -29,6 +28,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
+from ragcourt.schema.config import EvalConfig
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ConditionUnavailable, Generation
 
@@ -56,9 +56,8 @@ class ReplayJudge:
 
     async def judge(self, kind: CheckKind, checks: Sequence[Check]) -> list[Verdict]:
         stored = {v.check_id: v for v in await self.store.aget_verdicts([c.id for c in checks], self.judge_id)}
-        return [stored.get(c.id) or Verdict(
-            check_id=c.id, judge_id=self.judge_id, status=VerdictStatus.UNSCORED,
-            unscored_reason=UnscoredReason.ERROR, detail="replay: this judge gave no verdict in the original run",
+        return [stored.get(c.id) or Verdict.unscored(
+            c.id, self.judge_id, UnscoredReason.ERROR, "replay: this judge gave no verdict in the original run",
         ) for c in checks]
 
 
@@ -85,7 +84,7 @@ async def arescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[S
     if run is None:
         raise LookupError(f"no run '{run_id}' in the store")
     config = EvalConfig.model_validate(run.config)
-    context = _context(config, ReplaySystem(run.system), store, Models(config, store), None, None)
+    context = eval_context(config, ReplaySystem(run.system), store, Models(config, store), None, None)
     context.judges = [ReplayJudge(judge.judge_id, store) for judge in context.judges]
     context.decomposer = ReplayDecomposer(context.decomposer)
     runner = Runner(context, run_id, run_dir)

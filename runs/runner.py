@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from ragcourt.schema.config import ReviewMode
 from ragcourt.graphs.sample import build_sample_graph
-from ragcourt.nodes.human_review import ReviewDecision
-from ragcourt.schema import Decomposition, RunInfo, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.nodes.state import EvalContext
+from ragcourt.schema import Decomposition, ReviewDecision, RunInfo, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema.config import ReviewMode
 from ragcourt.stores.checkpoints import async_sqlite_saver
 
 logger = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def _stream_line(diagnostics: SampleDiagnostics) -> str:
     return json.dumps(diagnostics.model_dump(mode="json"), ensure_ascii=False) + "\n"
 
 
-def _thread(run_id: str, sample_id: str) -> dict[str, Any]:
+def _thread(run_id: str, sample_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": f"{run_id}:{sample_id}"}}
 
 
@@ -228,7 +228,7 @@ class Runner:
         file lacks, so that it lists every finished sample."""
         path = self.paths.diagnostics
         if not path.exists():
-            listed: set[str] = set()
+            listed: set[str | None] = set()
         else:
             text = path.read_text(encoding="utf-8")
             if text and not text.endswith("\n"):

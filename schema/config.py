@@ -42,7 +42,7 @@ class Batching(StrEnum):
     """How an LLM judge's calls group the alignment checks of one sample and condition.
 
     per_kind: one call per check kind (focused prompts; the evidence is sent with each kind).
-    per_sample: one call for every alignment kind at once (jury.CombinedJudgements), the evidence sent once.
+    per_sample: one call for every alignment kind at once (judging.combined_checks.CombinedJudgements), the evidence sent once.
     Verdicts are per atomic check either way; dimension scores and pairwise checks are never combined.
     """
 
@@ -53,6 +53,19 @@ class Batching(StrEnum):
 class DistractorPolicy(StrEnum):
     RANDOM = "random"  # a random corpus chunk not retrieved for this question
     BEST_NON_GOLD = "best_non_gold"  # the best-ranked non-gold chunk outside the top-k
+
+
+class BaselineModel(StrEnum):
+    """The built-in parts that call no LLM, named where a model spec would stand: judges (`lexical`,
+    `semantic`), the decomposer (`sentences`) and the reference answerer (`extractive`)."""
+
+    LEXICAL = "lexical"
+    SEMANTIC = "semantic"
+    SENTENCES = "sentences"
+    EXTRACTIVE = "extractive"
+
+
+NO_LLM_MODELS = frozenset(BaselineModel)  # never parsed as model specs, never priced, never checked for a server
 
 
 BUILTIN_DIMENSIONS = ("relevance", "specificity", "completeness", "quality")  # seed 000's four
@@ -145,7 +158,7 @@ class EvalConfig(_Strict):
     llm_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight per endpoint")
     batching: Batching = Field(
         default=Batching.PER_SAMPLE,
-        description="per_sample (default: about 1/2 the calls and prompt tokens of per_kind, BENCHMARKS.md) "
+        description="per_sample (default: about 1/2 the calls and prompt tokens of per_kind, docs/BENCHMARKS.md) "
         "or per_kind judge calls (see Batching)",
     )
     timeout_s: float = Field(default=60.0, gt=0)

@@ -1,1 +1,17 @@
+"""Stores: the SQLite record store, the chromadb corpus, embeddings and LangGraph checkpointers.
 
+- `records`: `RecordStore`, every record of a run in one SQLite file; its read-back aggregates are in
+  `queries` (`VerdictTally`, `MetricTotals`, `SampleCheckCounts`), the LLM cache in `record_cache`.
+- `vectors`: `VectorStore`, the corpus in chromadb.
+- `embeddings`: offline embedding functions (`MiniLMEmbedding`, `HashingEmbedding`).
+- `group_commit`: async writes that share transactions (`GroupCommit`).
+- `checkpoints`: LangGraph checkpointers over SQLite that know ragcourt's records.
+
+The names below load on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which is also
+what type checkers read): chromadb is slow to import, and `import ragcourt.stores.records` (or this package)
+must not import it.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -25,17 +25,24 @@ from ragcourt import schema
 
 
 def schema_types() -> list[type]:
-    """Every pydantic model and enum defined in ragcourt.schema."""
+    """Every pydantic model and enum ragcourt.schema exports (records, enums, review decisions)."""
     return [
         member
         for _, member in inspect.getmembers(schema, inspect.isclass)
-        if member.__module__ == schema.__name__ and issubclass(member, BaseModel | Enum)
+        if member.__module__.startswith(f"{schema.__name__}.") and issubclass(member, BaseModel | Enum)
     ]
 
 
 def serializer() -> JsonPlusSerializer:
-    """LangGraph's serializer, allowed to revive exactly the records and enums of ragcourt.schema."""
-    return JsonPlusSerializer(allowed_msgpack_modules=schema_types())
+    """LangGraph's serializer, allowed to revive exactly the records and enums of ragcourt.schema.
+
+    Checkpoints name a class by the module that defined it. Until the layout moved them into
+    `ragcourt.schema.records` and `.enums`, that module was `ragcourt.schema` itself, which still exports
+    every one of them: the old names stay allowed, so an inline review paused before the move resumes.
+    """
+    types = schema_types()
+    legacy = [(schema.__name__, t.__name__) for t in types]
+    return JsonPlusSerializer(allowed_msgpack_modules=[*types, *legacy])
 
 
 def sqlite_saver(path: str | Path) -> SqliteSaver:

@@ -11,26 +11,22 @@ twins run the locked methods in worker threads.
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
-import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from ragcourt.schema import (
     SCHEMA_VERSION,
     Answer,
     Check,
     Decomposition,
-    ElementStatus,
     Reconciled,
     Record,
     Retrieval,
@@ -41,35 +37,19 @@ from ragcourt.schema import (
     SampleDiagnostics,
     SampleStatus,
     Verdict,
-    VerdictStatus,
 )
 from ragcourt.stores.group_commit import GroupCommit, Statement
+from ragcourt.stores.queries import RecordQueries
+from ragcourt.stores.record_base import R, utc_text
+from ragcourt.stores.record_cache import CACHE_TABLE_SQL, RecordCache
 
 BUSY_TIMEOUT_S = 30.0
 # SQLite limits the number of bound parameters per statement; id lists are queried in slices of this size.
 _IN_SLICE = 500
 
-R = TypeVar("R", bound=BaseModel)
-
 
 class StoreVersionError(RuntimeError):
     """The file was written with another schema version than this code reads."""
-
-
-class CacheEntry(BaseModel):
-    """One row of the LLM cache, as `to_frame(CacheEntry)` shows it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    key: str
-    value: str
-
-
-def _utc_text(moment: datetime) -> str:
-    """A fixed-width UTC timestamp, so text order is time order (naive datetimes are taken as UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +127,7 @@ _TABLES: dict[type[Record], _Table] = {
     RunInfo: _Table(
         "runs",
         key=("run_id",),
-        columns={"run_id": lambda r: r.run_id, "created_at": lambda r: _utc_text(r.created_at)},
+        columns={"run_id": lambda r: r.run_id, "created_at": lambda r: utc_text(r.created_at)},
         order_by="created_at, run_id",
     ),
     Sample: _Table(
@@ -209,7 +189,7 @@ _TABLES: dict[type[Record], _Table] = {
         columns={
             "run_id": lambda r: r.run_id,
             "check_id": lambda r: r.check_id,
-            "created_at": lambda r: _utc_text(r.created_at),
+            "created_at": lambda r: utc_text(r.created_at),
             "action": lambda r: str(r.action),
         },
         order_by="created_at",
@@ -238,45 +218,8 @@ _RUN_SPLITS_SQL = (
     "CREATE TABLE IF NOT EXISTS run_splits (run_id NOT NULL, sample_id NOT NULL, kind NOT NULL, payload NOT NULL, "
     "PRIMARY KEY (run_id, sample_id, kind))"
 )
-_CACHE_SQL = "CREATE TABLE IF NOT EXISTS llm_cache (key PRIMARY KEY, value NOT NULL, created_at NOT NULL)"
 _META_SQL = "CREATE TABLE IF NOT EXISTS meta (key PRIMARY KEY, value NOT NULL)"
 _VERSION_KEY = "schema_version"
-
-
-# The checks of a run as `checks_for` lists them: links whose check is stored.
-_RUN_LINKS = "run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
-
-
-@dataclass(frozen=True)
-class VerdictTally:
-    """Verdicts of a run's checks with one judge, model and status: how many and their summed tokens."""
-
-    judge_id: str
-    model_id: str | None
-    status: VerdictStatus
-    n_verdicts: int
-    prompt_tokens: int
-    completion_tokens: int
-
-
-@dataclass(frozen=True)
-class MetricTotals:
-    """One metric over a run's samples: its values (n/a ones left out) in sample order, and its counts."""
-
-    name: str
-    values: tuple[float, ...]
-    n_na: int  # samples where the metric is n/a
-    n_unscored: int  # summed over the samples
-    n_escalated: int
-
-
-@dataclass(frozen=True)
-class SampleCheckCounts:
-    """A sample's checks in a run (grouped by the check's own sample_id, as the report groups them)."""
-
-    n_checks: int
-    n_escalated: int  # checks whose reconciled record in the run is escalated
-    n_reviewed: int  # checks with at least one review in the run
 
 
 def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -284,17 +227,16 @@ def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[start : start + _IN_SLICE]
 
 
-def _cache_statements(key: str, value: str) -> list[Statement]:
-    sql = "INSERT OR REPLACE INTO llm_cache (key, value, created_at) VALUES (?, ?, ?)"
-    return [(sql, [(key, value, _utc_text(datetime.now(UTC)))])]
-
-
 def _marks(items: Sequence[Any]) -> str:
     return ", ".join("?" for _ in items)
 
 
-class RecordStore:
-    """All records of ragcourt in one SQLite file. Sync methods are thread-safe; `a*` twins are async."""
+class RecordStore(RecordQueries, RecordCache):
+    """All records of ragcourt in one SQLite file. Sync methods are thread-safe; `a*` twins are async.
+
+    The read-back aggregates and frames are `RecordQueries` (queries.py), the LLM cache `RecordCache`
+    (record_cache.py); both reach the file through the plumbing below.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -357,7 +299,7 @@ class RecordStore:
                 existing = {row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}
                 for statement in (*table.add_column_sql(existing), *table.index_sql()):
                     conn.execute(statement)
-            for statement in (*_RUN_CHECKS_SQL, _RUN_SPLITS_SQL, _CACHE_SQL):
+            for statement in (*_RUN_CHECKS_SQL, _RUN_SPLITS_SQL, CACHE_TABLE_SQL):
                 conn.execute(statement)
             if row is None:
                 conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_VERSION_KEY, SCHEMA_VERSION))
@@ -394,6 +336,9 @@ class RecordStore:
         if conditions:
             sql += " WHERE " + " AND ".join(conditions)
         return self._records(record_type, f"{sql} ORDER BY {table.order_by}", params)
+
+    def _keeps(self, record_type: type[BaseModel]) -> bool:
+        return record_type in _TABLES
 
     # ------------------------------------------------------------------ writes
 
@@ -444,9 +389,6 @@ class RecordStore:
 
     def add_review(self, review: Review) -> None:
         self.put(review)
-
-    def cache_put(self, key: str, value: str) -> None:
-        self._write(_cache_statements(key, value))
 
     # ------------------------------------------------------------------ reads
 
@@ -578,170 +520,6 @@ class RecordStore:
         sql = "SELECT sample_id FROM diagnostics WHERE run_id = ? AND status = ?"
         return {row[0] for row in self._select(sql, (run_id, str(SampleStatus.OK)))}
 
-    # ------------------------------------------------------------------ aggregates
-    # Counts and sums over a run computed by SQLite, so a report over 10,000 samples does not build
-    # hundreds of thousands of records only to count them. Each equals the same figure computed over the
-    # records the listing methods return (tests/stores/test_records_aggregates.py).
-
-    def count_checks(self, run_id: str) -> int:
-        """len(checks_for(run_id))."""
-        return int(self._select(f"SELECT COUNT(*) FROM {_RUN_LINKS}", (run_id,))[0][0])
-
-    def judge_model_ids(self, judge_id: str) -> set[str]:
-        """The models whose verdicts are stored under this judge id."""
-        rows = self._select("SELECT DISTINCT model_id FROM verdicts WHERE judge_id = ? AND model_id IS NOT NULL",
-                            (judge_id,))
-        return {str(model_id) for (model_id,) in rows}
-
-    def verdict_tallies(self, run_id: str) -> list[VerdictTally]:
-        """The verdicts of the run's checks (get_verdicts of checks_for's ids) by judge, model and status."""
-        sql = (
-            "SELECT judge_id, model_id, status, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM verdicts "
-            f"WHERE check_id IN (SELECT l.check_id FROM {_RUN_LINKS}) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
-        )
-        return [
-            VerdictTally(judge_id=judge_id, model_id=model_id, status=VerdictStatus(status), n_verdicts=int(n),
-                         prompt_tokens=int(prompt), completion_tokens=int(completion))
-            for judge_id, model_id, status, n, prompt, completion in self._select(sql, (run_id,))
-        ]
-
-    def count_escalated(self, run_id: str) -> int:
-        """How many of the run's reconciled records are escalated."""
-        sql = "SELECT COUNT(*) FROM reconciled WHERE run_id = ? AND escalated = 1"  # True is stored as 1
-        return int(self._select(sql, (run_id,))[0][0])
-
-    def count_pending_escalations(self, run_id: str) -> int:
-        """len(pending_escalations(run_id))."""
-        sql = (
-            "SELECT COUNT(*) FROM reconciled r WHERE r.run_id = ? AND r.escalated = 1 AND NOT EXISTS "
-            "(SELECT 1 FROM reviews v WHERE v.run_id = r.run_id AND v.check_id = r.check_id AND v.action != ?)"
-        )
-        return int(self._select(sql, (run_id, str(ReviewAction.SKIP)))[0][0])
-
-    def check_counts_by_sample(self, run_id: str) -> dict[str, SampleCheckCounts]:
-        """Per sample id (the check's own): its linked checks, escalated ones, reviewed ones."""
-        # INDEXED BY: the planner would take the primary key and read every check's row for its sample_id
-        checks = (
-            "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c INDEXED BY checks_by_id_sample_id "
-            "ON c.id = l.check_id WHERE l.run_id = ? GROUP BY c.sample_id"
-        )
-        # escalations and reviews are few: start from them, not from every link (an index each)
-        escalated = (
-            "SELECT c.sample_id, COUNT(*) FROM reconciled r CROSS JOIN run_checks l INDEXED BY run_checks_by_check "
-            "ON l.run_id = r.run_id AND l.check_id = r.check_id JOIN checks c ON c.id = l.check_id "
-            "WHERE r.run_id = ? AND r.escalated = 1 GROUP BY c.sample_id"
-        )
-        reviewed = (
-            "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c ON c.id = l.check_id "
-            "WHERE l.run_id = ? AND l.check_id IN (SELECT check_id FROM reviews WHERE run_id = ?) GROUP BY c.sample_id"
-        )
-        n_escalated = dict(self._select(escalated, (run_id,)))
-        n_reviewed = dict(self._select(reviewed, (run_id, run_id)))
-        return {
-            sample_id: SampleCheckCounts(n_checks=int(n), n_escalated=int(n_escalated.get(sample_id, 0)),
-                                         n_reviewed=int(n_reviewed.get(sample_id, 0)))
-            for sample_id, n in self._select(checks, (run_id,))
-        }
-
-    def count_diagnostics(self, run_id: str) -> int:
-        return int(self._select("SELECT COUNT(*) FROM diagnostics WHERE run_id = ?", (run_id,))[0][0])
-
-    def failed_samples(self, run_id: str) -> list[tuple[str, str | None]]:
-        """(sample id, error) of the run's failed samples, in the order get_diagnostics lists them."""
-        sql = (
-            "SELECT sample_id, json_extract(payload, '$.error') FROM diagnostics "
-            "WHERE run_id = ? AND status = ? ORDER BY rowid"
-        )
-        return [(sample_id, error) for sample_id, error in self._select(sql, (run_id, str(SampleStatus.FAILED)))]
-
-    def metric_totals(self, run_id: str) -> list[MetricTotals]:
-        """Each metric's figures over the run's diagnostics (as reading get_diagnostics gives), by name."""
-        sql = (
-            "SELECT m.value FROM diagnostics d, json_each(d.payload, '$.metrics') m "
-            "WHERE d.run_id = ? ORDER BY d.rowid, m.key"
-        )
-        values: dict[str, list[float]] = {}
-        counts: dict[str, list[int]] = {}
-        # json_each hands back each metric's stored JSON text, numbers as written: parsed here, every float
-        # is the one get_diagnostics reads, and the values keep their order for an identical mean
-        for (text,) in self._select(sql, (run_id,)):
-            metric = json.loads(text)
-            found = values.setdefault(metric["name"], [])
-            tally = counts.setdefault(metric["name"], [0, 0, 0])
-            if metric["value"] is None:
-                tally[0] += 1
-            else:
-                found.append(float(metric["value"]))
-            tally[1] += metric["n_unscored"]
-            tally[2] += metric["n_escalated"]
-        return [MetricTotals(name=name, values=tuple(values[name]), n_na=counts[name][0],
-                             n_unscored=counts[name][1], n_escalated=counts[name][2]) for name in sorted(values)]
-
-    def element_status_counts(self, run_id: str) -> dict[ElementStatus, int]:
-        """How many elements of the run's diagnostics have each status (statuses with none are left out)."""
-        sql = (
-            "SELECT json_extract(e.value, '$.status'), COUNT(*) FROM diagnostics d, "
-            "json_each(d.payload, '$.elements') e WHERE d.run_id = ? GROUP BY 1"
-        )
-        return {ElementStatus(status): int(n) for status, n in self._select(sql, (run_id,))}
-
-    def cache_get(self, key: str) -> str | None:
-        rows = self._select("SELECT value FROM llm_cache WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
-
-    def cache_count(self) -> int:
-        return int(self._select("SELECT COUNT(*) FROM llm_cache")[0][0])
-
-    # ------------------------------------------------------------------ frames
-
-    def to_frame(self, record_type: type[BaseModel], run_id: str | None = None) -> pd.DataFrame:
-        """One row per stored record of the type (of one run if given), nested fields flattened.
-
-        Checks and verdicts are global; with a run_id they are those linked to the run by `link_checks`.
-        Decompositions and the cache (`CacheEntry`) belong to no run and take no run_id.
-        """
-        if record_type is Sample:
-            rows = self._sample_rows(run_id)
-        else:
-            rows = [record.model_dump(mode="json") for record in self._frame_records(record_type, run_id)]
-        if not rows:
-            prefix = ["run_id"] if record_type is Sample else []
-            return pd.DataFrame(columns=[*prefix, *record_type.model_fields])
-        return pd.json_normalize(rows)
-
-    def _sample_rows(self, run_id: str | None) -> list[dict[str, Any]]:
-        # Samples carry no run_id; the frame says which run each row belongs to.
-        sql = "SELECT run_id, payload FROM samples"
-        params: tuple[str, ...] = ()
-        if run_id is not None:
-            sql, params = sql + " WHERE run_id = ?", (run_id,)
-        return [
-            {"run_id": run, **Sample.model_validate_json(payload).model_dump(mode="json")}
-            for run, payload in self._select(sql + " ORDER BY rowid", params)
-        ]
-
-    def _frame_records(self, record_type: type[BaseModel], run_id: str | None) -> list[BaseModel]:
-        if record_type is CacheEntry or record_type is Decomposition:
-            if run_id is not None:
-                raise ValueError(
-                    f"{record_type.__name__} rows belong to no run: call to_frame without run_id"
-                )
-            if record_type is CacheEntry:
-                rows = self._select("SELECT key, value FROM llm_cache ORDER BY rowid")
-                return [CacheEntry(key=key, value=value) for key, value in rows]
-            return list(self._listing(Decomposition, {}))
-        if record_type is Check and run_id is not None:
-            return list(self.checks_for(run_id))
-        if record_type is Verdict and run_id is not None:
-            sql = (
-                "SELECT payload FROM verdicts WHERE check_id IN "
-                "(SELECT check_id FROM run_checks WHERE run_id = ?) ORDER BY rowid"
-            )
-            return list(self._records(Verdict, sql, (run_id,)))
-        if record_type not in _TABLES:
-            raise TypeError(f"the record store keeps no {record_type.__name__} records")
-        return list(self._listing(record_type, {"run_id": run_id}))
-
     # ------------------------------------------------------------------ async twins
 
     # Async writes share transactions with whatever else is being written (stores/group_commit.py).
@@ -765,9 +543,3 @@ class RecordStore:
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         return await asyncio.to_thread(self.get_verdicts, check_ids, judge_id)
-
-    async def acache_get(self, key: str) -> str | None:
-        return await asyncio.to_thread(self.cache_get, key)
-
-    async def acache_put(self, key: str, value: str) -> None:
-        await self._group.submit(_cache_statements(key, value))

@@ -183,7 +183,7 @@ class VectorStore:
                 ids = page["ids"]
                 documents, metadatas = page["documents"] or [], page["metadatas"] or []
                 for chunk_id, document, metadata in zip(ids, documents, metadatas, strict=True):
-                    rest = dict(metadata or {})
+                    rest: dict[str, Any] = dict(metadata or {})  # what we stored: str title and source
                     found.append(Chunk(id=chunk_id, text=document or "", title=rest.pop(_TITLE, None),
                                        source=rest.pop(_SOURCE, None), metadata=rest))
                 if len(ids) < page_size:

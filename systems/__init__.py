@@ -1,357 +1,50 @@
 """The system under test: the RAGSystem protocol and its adapters.
 
-A system retrieves chunks for a sample and generates an answer from chunks. ragcourt calls `generate`
-under several conditions (normal, closed book, oracle, perturbed contexts), so generation takes the
-chunks to show rather than retrieving them itself. Methods take the whole Sample (not only the question)
-so that precomputed systems can look up what they answered.
+- `protocol`: what ragcourt asks of a system (`RAGSystem`, `Generation`, `Generator`, `ConditionUnavailable`)
+  and how chunks are shown to a generator (`context_ids`, `render_chunks`).
+- `reference`: the built-in reference system (`ReferenceRAG`) and its generators (`LLMGenerator`,
+  `ExtractiveGenerator`).
+- `precomputed`: contexts and answers given in the dataset (`Precomputed`).
+- `langchain_system`: a LangChain app evaluated as it is (`LangChainSystem`).
 """
 
-from __future__ import annotations
-
-import asyncio
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
-
-from langchain_core.documents import Document
-from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, Field
-
-from ragcourt.llm.client import LLMClient
-from ragcourt.prompts.library import PromptId, load_prompt, untrusted
-from ragcourt.schema import (
-    Chunk,
-    Condition,
-    ConditionKind,
-    Sample,
-    TokenUsage,
-    UnscoredReason,
-    VerdictStatus,
-    content_id,
+from ragcourt.systems.langchain_system import (
+    ContextFormat,
+    LangChainSystem,
+    RetrieverControl,
+    answer_text,
+    chunks_from_documents,
+    resized_retriever,
+    retriever_control,
 )
-from ragcourt.stores.vectors import VectorStore
-from ragcourt.metrics.text import content_tokens, sentences
-
-
-class ConditionUnavailable(Exception):
-    """The system cannot answer under this condition (e.g. precomputed answers exist only for normal)."""
-
-
-class Generation(BaseModel):
-    """What a system produced for one question under one condition."""
-
-    model_config = {"frozen": True}
-
-    text: str
-    used_chunk_ids: tuple[str, ...] = ()
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    usage: TokenUsage = TokenUsage()
-    status: VerdictStatus = VerdictStatus.OK
-    unscored_reason: UnscoredReason | None = None
-    error: str | None = None
-    raw_output: str | None = None
-
-
-@runtime_checkable
-class RAGSystem(Protocol):
-    name: str
-
-    async def retrieve(self, sample: Sample, k: int, score_threshold: float | None) -> list[Chunk]: ...
-
-    async def generate(self, sample: Sample, chunks: Sequence[Chunk], condition: Condition) -> Generation: ...
-
-
-class Generator(Protocol):
-    name: str
-
-    async def generate(self, question: str, chunks: Sequence[Chunk]) -> Generation: ...
-
-
-def context_ids(chunks: Sequence[Chunk]) -> list[str]:
-    """Stable ids shown to a generator (seed 004): ctx_0, ctx_1, ... in the order given."""
-    return [f"ctx_{i}" for i in range(len(chunks))]
-
-
-def render_chunks(chunks: Sequence[Chunk]) -> str:
-    blocks = []
-    for shown_id, chunk in zip(context_ids(chunks), chunks, strict=True):
-        title = f" title: {untrusted(chunk.title, 'TITLE')}" if chunk.title else ""  # corpus text: untrusted too
-        blocks.append(f"[{shown_id}]{title}\n{untrusted(chunk.text, 'CHUNK')}")
-    return "\n\n".join(blocks) if blocks else "(no context)"
-
-
-class GroundedAnswer(BaseModel):
-    """The answer of a generator that was shown chunks with ids ctx_0, ctx_1, ..."""
-
-    answer: str = Field(description="the answer to the question, as short as a correct answer allows")
-    used_ids: list[str] = Field(default_factory=list, description="ids (ctx_N) of the chunks the answer uses")
-    confidence: float = Field(ge=0.0, le=1.0, description="probability in [0, 1] that the answer is correct")
-
-
-@dataclass
-class LLMGenerator:
-    """Generation by a chat model with the CUE-R protocol: answer, used ids and confidence as JSON."""
-
-    client: LLMClient
-    name: str = "llm"
-
-    async def generate(self, question: str, chunks: Sequence[Chunk]) -> Generation:
-        if chunks:
-            prompt = load_prompt(PromptId.ANSWER_WITH_CONTEXT)
-            text = prompt.render(question=untrusted(question, "QUESTION"), chunks=render_chunks(chunks))
-        else:
-            prompt = load_prompt(PromptId.ANSWER_CLOSED_BOOK)
-            text = prompt.render(question=untrusted(question, "QUESTION"))
-        result = await self.client.structured_call(
-            [SystemMessage("You answer questions and report your evidence as JSON."), HumanMessage(text)],
-            GroundedAnswer,
-        )
-        if result.value is None:
-            return Generation(
-                text="", status=VerdictStatus.UNSCORED, unscored_reason=result.reason,
-                error=result.detail, raw_output=result.raw_text, usage=result.usage,
-            )
-        shown = dict(zip(context_ids(chunks), (c.id for c in chunks), strict=True))
-        used = tuple(dict.fromkeys(shown[i] for i in result.value.used_ids if i in shown))
-        return Generation(
-            text=result.value.answer, used_chunk_ids=used, confidence=result.value.confidence,
-            usage=result.usage, raw_output=result.raw_text,
-        )
-
-
-@dataclass
-class ExtractiveGenerator:
-    """No-LLM baseline: answers with the chunk sentence that shares most content words with the question.
-
-    Known limits: it never composes facts from two chunks and never abstains; its confidence is the share
-    of question words the sentence covers, not a calibrated probability. It exists so that the whole
-    pipeline runs offline in seconds, not to be compared with a real generator.
-    """
-
-    name: str = "extractive"
-
-    async def generate(self, question: str, chunks: Sequence[Chunk]) -> Generation:
-        wanted = content_tokens(question)
-        best: tuple[float, str, str] | None = None
-        for chunk in chunks:
-            for sentence in sentences(chunk.text):
-                score = len(wanted & content_tokens(sentence)) / max(len(wanted), 1)
-                if best is None or score > best[0]:
-                    best = (score, sentence, chunk.id)
-        if best is None:
-            return Generation(text="I don't know.", confidence=0.0)
-        return Generation(text=best[1], used_chunk_ids=(best[2],), confidence=round(best[0], 4))
-
-
-@dataclass
-class ReferenceRAG:
-    """The built-in reference system: chromadb retrieval plus a generator (LLM or extractive)."""
-
-    vectors: VectorStore
-    collection: str
-    generator: Generator
-    name: str = "reference-rag"
-
-    async def retrieve(self, sample: Sample, k: int, score_threshold: float | None) -> list[Chunk]:
-        return await asyncio.to_thread(self.vectors.query, self.collection, sample.question, k, score_threshold)
-
-    async def generate(self, sample: Sample, chunks: Sequence[Chunk], condition: Condition) -> Generation:
-        return await self.generator.generate(sample.question, chunks)
-
-
-@dataclass
-class Precomputed:
-    """Contexts and answers given in the dataset. Only the normal condition exists, unless `bounds` names a
-    generator for the closed-book and oracle answers (CuBE's bounds, which the system itself never produced)."""
-
-    name: str = "precomputed"
-    bounds: Generator | None = None
-    # Its contexts are fixed: it cannot retrieve again loosely, so a loose re-run is unavailable
-    # (and elements missing from the contexts stay undecided instead of becoming document gaps).
-    fixed_retrieval: bool = True
-
-    async def retrieve(self, sample: Sample, k: int, score_threshold: float | None) -> list[Chunk]:
-        if sample.contexts is None:
-            raise ConditionUnavailable(f"sample {sample.id} has no precomputed contexts")
-        return list(sample.contexts)
-
-    async def generate(self, sample: Sample, chunks: Sequence[Chunk], condition: Condition) -> Generation:
-        is_bound = condition.kind in (ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE)
-        if is_bound and self.bounds is not None:
-            return await self.bounds.generate(sample.question, chunks)
-        if condition.kind is not ConditionKind.NORMAL:
-            hint = " (set bounds_generator in the config to generate the CuBE bounds)" if is_bound else ""
-            raise ConditionUnavailable(
-                f"precomputed answers exist only for the normal condition, not {condition.key}{hint}"
-            )
-        if sample.answer is None:
-            raise ConditionUnavailable(f"sample {sample.id} has no precomputed answer")
-        return Generation(text=sample.answer, used_chunk_ids=tuple(c.id for c in chunks))
-
-
-class RetrieverControl(StrEnum):
-    """How LangChainSystem sets a LangChain retriever's k and score threshold for a condition."""
-
-    SEARCH_KWARGS = "search_kwargs"  # VectorStoreRetriever and most vector-store retrievers: k and threshold
-    K_FIELD = "k_field"  # a pydantic field `k` (BM25Retriever, TFIDFRetriever, ...): k only
-    FIXED = "fixed"  # neither: the retriever's own results cut to k; it can never return more
-
-
-def retriever_control(retriever: Any) -> RetrieverControl:
-    if isinstance(getattr(retriever, "search_kwargs", None), dict):
-        return RetrieverControl.SEARCH_KWARGS
-    fields = getattr(type(retriever), "model_fields", {})
-    if "k" in fields and isinstance(getattr(retriever, "k", None), int):
-        return RetrieverControl.K_FIELD
-    return RetrieverControl.FIXED
-
-
-def resized_retriever(retriever: Any, k: int, score_threshold: float | None) -> Any:
-    """A copy of `retriever` that returns k documents above `score_threshold` (None: no cut-off).
-
-    VectorStoreRetriever: k and score_threshold go into search_kwargs; a threshold on a "similarity"
-    retriever switches it to "similarity_score_threshold", and no threshold drops the app's own one.
-    """
-    control = retriever_control(retriever)
-    if control is RetrieverControl.K_FIELD:
-        return retriever.model_copy(update={"k": k})
-    if control is RetrieverControl.FIXED:
-        return retriever
-    search_kwargs = {**retriever.search_kwargs, "k": k}
-    update: dict[str, Any] = {"search_kwargs": search_kwargs}
-    if score_threshold is None:
-        search_kwargs.pop("score_threshold", None)
-    else:
-        search_kwargs["score_threshold"] = score_threshold
-        if getattr(retriever, "search_type", None) == "similarity":
-            update["search_type"] = "similarity_score_threshold"
-    return retriever.model_copy(update=update)
-
-
-class ContextFormat(StrEnum):
-    """What an answer chain receives as its context input."""
-
-    TEXT = "text"  # the chunks' texts joined by blank lines, as a prompt template takes them
-    DOCUMENTS = "documents"  # a list of LangChain Documents, for chains that format them themselves
-
-
-@dataclass
-class LangChainSystem:
-    """A LangChain app evaluated as it is. Two shapes:
-
-    - `retriever` + an answer chain `runnable` mapping {question_key: question, "context": context} to an
-      answer (a string, a message, or a dict with `answer_key`). Every condition works: ragcourt shows the
-      answer chain whatever context a condition needs.
-    - `retriever=None` and ONE chain that retrieves for itself and returns a dict with `context_key`
-      (Documents) and `answer_key`. Its input is the question, or {chain_input_key: question}. Only the
-      normal condition exists: nobody can show such a chain another context.
-
-    k and score threshold reach the retriever as `RetrieverControl` says: through `search_kwargs`
-    (k and score_threshold), through a `k` field, or not at all. A retriever without either is asked
-    as it is and its documents are cut to k; with `normal_k` set, asking it for more (the loose
-    condition) is ConditionUnavailable, because it cannot widen its search.
-    """
-
-    retriever: Any
-    runnable: Any
-    name: str = "langchain"
-    extra_inputs: dict[str, Any] = field(default_factory=dict)
-    context_format: ContextFormat = ContextFormat.TEXT
-    question_key: str = "question"
-    context_key: str = "context"
-    answer_key: str = "answer"
-    chain_input_key: str | None = None
-    normal_k: int | None = None
-    # One-chain mode: the answer the chain gave with the documents it retrieved, per question.
-    _chain_answers: dict[str, Generation] = field(default_factory=dict, init=False, repr=False)
-
-    @property
-    def fixed_retrieval(self) -> bool:
-        """One chain retrieves for itself with its own k: nobody can ask it for another (no loose run), and
-        C-Prec@k counts its documents whole instead of dividing by the run's top_k."""
-        return self.retriever is None
-
-    async def retrieve(self, sample: Sample, k: int, score_threshold: float | None) -> list[Chunk]:
-        if self.retriever is None:
-            return await self._run_whole_chain(sample, k)
-        control = retriever_control(self.retriever)
-        if control is RetrieverControl.FIXED and self.normal_k is not None and k > self.normal_k:
-            raise ConditionUnavailable(
-                f"retriever {type(self.retriever).__name__} exposes neither search_kwargs nor a k field, "
-                f"so it cannot return more than its own documents (asked for k={k})"
-            )
-        documents = await resized_retriever(self.retriever, k, score_threshold).ainvoke(sample.question)
-        if control is RetrieverControl.FIXED:
-            documents = documents[:k]
-        return chunks_from_documents(documents)
-
-    async def generate(self, sample: Sample, chunks: Sequence[Chunk], condition: Condition) -> Generation:
-        if self.retriever is None:
-            if condition.kind is not ConditionKind.NORMAL:
-                raise ConditionUnavailable(
-                    f"a chain that retrieves for itself cannot be shown the {condition.key} context; "
-                    "pass retriever= and an answer chain that takes {question, context}"
-                )
-            if sample.question not in self._chain_answers:
-                await self._run_whole_chain(sample, None)
-            return self._chain_answers[sample.question]
-        if self.context_format is ContextFormat.DOCUMENTS:
-            context: Any = [_document_from_chunk(chunk) for chunk in chunks]
-        else:
-            context = "\n\n".join(chunk.text for chunk in chunks)
-        output = await self.runnable.ainvoke(
-            {self.question_key: sample.question, "context": context, **self.extra_inputs}
-        )
-        return Generation(text=answer_text(output, self.answer_key), used_chunk_ids=tuple(c.id for c in chunks))
-
-    async def _run_whole_chain(self, sample: Sample, k: int | None) -> list[Chunk]:
-        if k is not None and self.normal_k is not None and k != self.normal_k:
-            raise ConditionUnavailable(
-                f"a chain that retrieves for itself cannot be asked for k={k}; pass retriever= to vary k"
-            )
-        chain_input: Any = sample.question if self.chain_input_key is None else {self.chain_input_key: sample.question}
-        output = await self.runnable.ainvoke(chain_input)
-        if not isinstance(output, Mapping) or self.context_key not in output or self.answer_key not in output:
-            raise TypeError(
-                f"the chain must return a dict with '{self.context_key}' (Documents) and '{self.answer_key}', "
-                f"got {type(output).__name__}"
-                + (f" with keys {sorted(output)}" if isinstance(output, Mapping) else "")
-            )
-        chunks = chunks_from_documents(output[self.context_key])
-        self._chain_answers[sample.question] = Generation(
-            text=answer_text(output, self.answer_key), used_chunk_ids=tuple(c.id for c in chunks)
-        )
-        return chunks
-
-
-def answer_text(output: Any, answer_key: str = "answer") -> str:
-    """The answer in a chain's output: a string, a message's content, or a dict's `answer_key`."""
-    if isinstance(output, Mapping):
-        output = output.get(answer_key, "")
-    text = getattr(output, "content", output)
-    return text if isinstance(text, str) else str(text)
-
-
-def chunks_from_documents(documents: Sequence[Any]) -> list[Chunk]:
-    """LangChain Documents (or plain strings) as ranked Chunks."""
-    return [_chunk_from_document(doc, rank) for rank, doc in enumerate(documents, start=1)]
-
-
-def _chunk_from_document(document: Any, rank: int) -> Chunk:
-    if isinstance(document, str):
-        return Chunk(id=f"doc-{content_id(document)}", text=document, rank=rank)
-    metadata = dict(document.metadata or {})
-    # Without an id, the content names the chunk: the same text is the same chunk in every request.
-    chunk_id = str(document.id or metadata.get("id") or f"doc-{content_id(document.page_content)}")
-    score = metadata.get("score")
-    return Chunk(
-        id=chunk_id, text=document.page_content, title=metadata.get("title"), source=metadata.get("source"),
-        score=float(score) if isinstance(score, int | float) else None, rank=rank,
-        metadata={k: v for k, v in metadata.items() if isinstance(v, str | int | float | bool)},
-    )
-
-
-def _document_from_chunk(chunk: Chunk) -> Document:
-    metadata = {**chunk.metadata, **{k: v for k, v in (("title", chunk.title), ("source", chunk.source)) if v}}
-    return Document(id=chunk.id, page_content=chunk.text, metadata=metadata)
+from ragcourt.systems.precomputed import Precomputed
+from ragcourt.systems.protocol import (
+    ConditionUnavailable,
+    Generation,
+    Generator,
+    RAGSystem,
+    context_ids,
+    render_chunks,
+)
+from ragcourt.systems.reference import ExtractiveGenerator, GroundedAnswer, LLMGenerator, ReferenceRAG
+
+__all__ = [
+    "ConditionUnavailable",
+    "ContextFormat",
+    "ExtractiveGenerator",
+    "Generation",
+    "Generator",
+    "GroundedAnswer",
+    "LLMGenerator",
+    "LangChainSystem",
+    "Precomputed",
+    "RAGSystem",
+    "ReferenceRAG",
+    "RetrieverControl",
+    "answer_text",
+    "chunks_from_documents",
+    "context_ids",
+    "render_chunks",
+    "resized_retriever",
+    "retriever_control",
+]

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.runs.api import Models
 from ragcourt.cli import app
-from ragcourt.schema.config import load_config
+from ragcourt.runs.models import Models
 from ragcourt.schema import Label, Verdict, VerdictStatus
+from ragcourt.schema.config import load_config
 from ragcourt.stores.records import RecordStore
 
 RUNNER = CliRunner()

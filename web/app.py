@@ -2,59 +2,45 @@
 
 Pages are rendered on the server with Jinja2 autoescaping; the only script is /static/*.js (CSP
 `script-src 'self'`), which reads the page and never writes HTML (textContent only).
+
+This module builds the app: the run's store and rescorer (opened by the lifespan), the static files, the
+guard every request passes (host, token, session, same origin, security headers), and the routers by
+concern: web/desk_routes.py, web/progress_routes.py and web/report_routes.py.
 """
 
 from __future__ import annotations
 
-import json
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from ragcourt.runs.api import Workspace
-from ragcourt.report.data import collect
-from ragcourt.report.html import content_security_policy, num, render_report, verdict_text
-from ragcourt.report.sections import method_sections
+from ragcourt.report.html import num, verdict_text
 from ragcourt.runs.rescore import arescore_run
-from ragcourt.stores.records import RecordStore
-from ragcourt.web.desk import (
-    Choice,
-    DecisionError,
-    NotPendingError,
-    UnknownCheckError,
-    decide,
-    next_item,
-    parse_choice,
-    queue_state,
-)
+from ragcourt.runs.workspace import Workspace
+from ragcourt.web.context import DeskContext
+from ragcourt.web.desk_routes import desk_router
 from ragcourt.web.highlight import highlight
-from ragcourt.web.progress import progress
+from ragcourt.web.progress_routes import progress_router
+from ragcourt.web.report_routes import report_router
 from ragcourt.web.rescorer import Replay, Rescorer
 from ragcourt.web.security import (
     AUTH_COOKIE,
-    CSRF_FIELD,
-    CSRF_HEADER,
     PAGE_CSP,
     SAFE_METHODS,
     SECURITY_HEADERS,
     SESSION_COOKIE,
     AccessPolicy,
-    Session,
     Sessions,
     same_origin,
 )
 
 HERE = Path(__file__).parent
-MAX_REVIEWER_CHARS, MAX_COMMENT_CHARS = 100, 2000  # as the desk's form says
-MAX_FORM_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -75,45 +61,6 @@ def _templates() -> Environment:
     return env
 
 
-def _form(body: bytes) -> dict[str, str]:
-    return {key: values[-1] for key, values in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
-
-
-def _media_types(header: str | None) -> set[str]:
-    return {part.split(";", 1)[0].strip().lower() for part in (header or "").split(",")}
-
-
-def _json_fields(body: bytes) -> dict[str, str]:
-    """A JSON object of the form's fields; a number (a score) is taken as its text. ValueError otherwise."""
-    try:
-        found = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: nested too deep
-        raise ValueError("the body is not JSON") from None
-    if not isinstance(found, dict):
-        raise ValueError("the body is not a JSON object of the decision's fields")
-    fields: dict[str, str] = {}
-    for key, value in found.items():
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ValueError(f"field '{key}' is not a string or a number")
-        fields[key] = str(value)
-    return fields
-
-
-def _decision_refused(error: ValueError) -> JSONResponse:
-    """A refused decision for a script: 404 unknown check, 409 not a pending escalation, 422 a wrong value."""
-    field = error.field if isinstance(error, DecisionError) else None
-    body: dict[str, object] = {"error": str(error), "field": field, "stored": False}
-    if isinstance(error, UnknownCheckError):
-        status = 404
-    elif isinstance(error, NotPendingError):
-        status = 409
-        if error.review is not None:
-            body["decided"] = error.review.model_dump(mode="json")
-    else:
-        status = 422
-    return JSONResponse(body, status_code=status)
-
-
 def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> FastAPI:
     """The app for one run. The store opens when the app starts and closes when it stops."""
     policy = AccessPolicy(settings.host, settings.port, settings.token)  # refuses a non-loopback bind without token
@@ -123,10 +70,8 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
     with workspace.open_store() as found:  # an unknown run fails here, not as a traceback in the server's startup
         if found.get_run(settings.run_id) is None:
             raise LookupError(f"no run '{settings.run_id}' in {workspace.store_path}")
-    run_dir = workspace.run_dir(settings.run_id)
+    run = DeskContext(settings.run_id, workspace.run_dir(settings.run_id), _templates())
     sessions = Sessions()
-    templates = _templates()
-    holder: dict[str, RecordStore | Rescorer] = {}
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -134,28 +79,16 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
         if store.get_run(settings.run_id) is None:
             store.close()
             raise LookupError(f"no run '{settings.run_id}' in {workspace.store_path}")
-        holder["store"], holder["rescorer"] = store, Rescorer(store, settings.run_id, run_dir, replay)
+        run.holder["store"], run.holder["rescorer"] = store, Rescorer(store, settings.run_id, run.run_dir, replay)
         try:
             yield
         finally:
-            rescorer = holder["rescorer"]
-            assert isinstance(rescorer, Rescorer)
-            await rescorer.close()
+            await run.rescorer().close()
             store.close()
 
     app = FastAPI(title="ragcourt desk", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-
-    def store() -> RecordStore:
-        found = holder["store"]
-        assert isinstance(found, RecordStore)
-        return found
-
-    def rescorer() -> Rescorer:
-        found = holder["rescorer"]
-        assert isinstance(found, Rescorer)
-        return found
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -187,118 +120,8 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
             response.set_cookie(SESSION_COOKIE, session.id, httponly=True, samesite="strict")
         return _secured(response)
 
-    def _session(request: Request) -> Session:
-        return request.state.session
-
-    def _api_client(request: Request) -> bool:
-        """Not a browser form: the bearer token, a JSON body, or a client asking for JSON. It gets a real status
-        and a JSON body; a browser form gets 303 back to the desk with a flash message."""
-        return bool(request.state.bearer) or "application/json" in (
-            _media_types(request.headers.get("content-type")) | _media_types(request.headers.get("accept")))
-
-    def _csrf_ok(request: Request, form: dict[str, str]) -> bool:
-        if request.state.bearer:
-            return True
-        return _session(request).csrf_matches(form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER))
-
-    @app.get("/")
-    async def home() -> Response:
-        return RedirectResponse("/desk", status_code=303)
-
-    @app.get("/desk", response_class=HTMLResponse)
-    def desk(request: Request) -> HTMLResponse:
-        session = _session(request)
-        item = next_item(store(), settings.run_id, session.skipped)
-        queue = item.queue if item else queue_state(store(), settings.run_id, session.skipped)
-        flash, session.flash = session.flash, ""
-        html = templates.get_template("desk.html.j2").render(
-            run_id=settings.run_id, item=item, queue=queue, session=session, flash=flash,
-            rescore=rescorer(), csrf_field=CSRF_FIELD,
-        )
-        return HTMLResponse(html)
-
-    @app.post("/desk/decide")
-    async def decide_page(request: Request) -> Response:
-        """A decision on a pending escalation. A browser form is sent back to the desk (303, a refusal shown as
-        the page's message); a script (bearer token or JSON) gets 201 and the stored decision, or 404, 409 or
-        422 with the refused field, and nothing is stored."""
-        api = _api_client(request)
-
-        def refused(status: int, message: str, field: str | None = None) -> Response:
-            if api:
-                return JSONResponse({"error": message, "field": field, "stored": False}, status_code=status)
-            return PlainTextResponse(message, status)
-
-        body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            return refused(413, "form too large")
-        if "application/json" in _media_types(request.headers.get("content-type")):
-            try:
-                form = _json_fields(body)
-            except ValueError as error:
-                return refused(400, str(error))
-        else:
-            form = _form(body)
-        if not _csrf_ok(request, form):
-            return refused(403, "CSRF token missing or wrong: reload the desk", CSRF_FIELD)
-        session = _session(request)
-        reviewer, comment = form.get("reviewer", session.reviewer).strip(), form.get("comment", "")
-        try:
-            if len(reviewer) > MAX_REVIEWER_CHARS:  # the browser's limits, enforced
-                raise DecisionError(f"a reviewer name has at most {MAX_REVIEWER_CHARS} characters", "reviewer")
-            if len(comment) > MAX_COMMENT_CHARS:
-                raise DecisionError(f"a comment has at most {MAX_COMMENT_CHARS} characters", "comment")
-            session.reviewer = reviewer
-            choice, value = parse_choice(form.get("decision", ""))
-            if choice is Choice.SCORE:
-                value = form.get("score", value)  # the form's score field; a script may send decision=score:N
-            check, review = decide(store(), settings.run_id, form.get("check_id", "").strip(), session.reviewer,
-                                   choice, value, comment)
-        except ValueError as error:  # DecisionError, or a review the schema refuses
-            if api:
-                return _decision_refused(error)
-            session.flash = str(error)
-            return RedirectResponse("/desk", status_code=303)
-        if choice is Choice.SKIP:
-            session.skipped.add(review.check_id)
-        else:
-            rescorer().request()
-        if not api:
-            return RedirectResponse("/desk", status_code=303)
-        queue = queue_state(store(), settings.run_id, session.skipped)
-        return JSONResponse({**review.model_dump(mode="json"), "stored": True, "decision": str(choice),
-                             "kind": str(check.kind), "sample_id": check.sample_id,
-                             "rescore_requested": choice is not Choice.SKIP,
-                             "queue": {"escalated": queue.escalated, "pending": queue.pending,
-                                       "decided": queue.decided}}, status_code=201)
-
-    @app.get("/api/desk")
-    def desk_state(request: Request) -> JSONResponse:
-        skipped = _session(request).skipped
-        queue = queue_state(store(), settings.run_id, skipped)
-        next_check = next((r.check_id for r in store().pending_escalations(settings.run_id)
-                           if r.check_id not in skipped), None)
-        return JSONResponse({"run_id": settings.run_id, "escalated": queue.escalated, "pending": queue.pending,
-                             "decided": queue.decided, "skipped": queue.skipped, "next_check_id": next_check,
-                             "rescore": rescorer().state.value, "rescore_detail": rescorer().detail,
-                             "replays": rescorer().replays})
-
-    @app.get("/progress", response_class=HTMLResponse)
-    def progress_page() -> HTMLResponse:
-        return HTMLResponse(templates.get_template("progress.html.j2").render(run_id=settings.run_id))
-
-    @app.get("/api/progress")
-    def progress_state() -> JSONResponse:
-        found = progress(store(), settings.run_id, run_dir)
-        return JSONResponse({**found.as_json(), "rescore": rescorer().state.value})
-
-    @app.get("/report", response_class=HTMLResponse)
-    def report() -> HTMLResponse:
-        nonce = secrets.token_urlsafe(16)
-        data = collect(store(), settings.run_id)
-        html = render_report(data, method_sections(store(), data), nonce=nonce)
-        return HTMLResponse(html, headers={"Content-Security-Policy": content_security_policy(nonce)})
-
+    for router in (desk_router(run), progress_router(run), report_router(run)):
+        app.include_router(router)
     return app
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from ragcourt.schema import (
     NORMAL,
@@ -125,7 +126,8 @@ def make_review(item_check: Check, verdicts: tuple[Verdict, ...], run_id: str, r
     reviewer = reviewer.strip()
     if not reviewer:
         raise DecisionError("a decision needs the reviewer's name", "reviewer")
-    common = {"run_id": run_id, "check_id": item_check.id, "reviewer": reviewer, "comment": comment.strip()}
+    common: dict[str, Any] = {"run_id": run_id, "check_id": item_check.id, "reviewer": reviewer,
+                              "comment": comment.strip()}
     if choice is Choice.SKIP:
         return Review(action=ReviewAction.SKIP, **common)
     if choice is Choice.ACCEPT:

@@ -128,8 +128,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     import ragcourt
-    from ragcourt.schema.config import EvalConfig, JudgeSpec
     from ragcourt.runs.live import LiveEvaluator, live_config
+    from ragcourt.schema.config import EvalConfig, JudgeSpec
 
     args = _arguments(argv)
     if not args.base_url:

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.runs.api import Workspace
-from ragcourt.runs.calibration import HumanLabel, load_labels
 from ragcourt.cli import app
 from ragcourt.commands.output import console
 from ragcourt.data.loaders import DatasetError
+from ragcourt.runs.calibration import HumanLabel, load_labels
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import (
     NORMAL,
     Check,

@@ -12,15 +12,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.runs.api import Models, Workspace, _context
 from ragcourt.cli import app
-from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.data.loaders import DatasetError, load_samples
 from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.metrics.values import MetricName
 from ragcourt.runs.element_lists import current_elements, export_lines, import_lines, read_lines, write_lines
-from ragcourt.nodes.scorer import POINTER_ELEMENTS_DROPPED
+from ragcourt.runs.models import Models
+from ragcourt.runs.models import eval_context as _context
 from ragcourt.runs.runner import Runner
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Chunk, Decomposition, DecompositionKind, ElementStatus, Sample
+from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
 
@@ -33,6 +35,8 @@ WARRANTY = Sample(
 )
 OTHER = Sample(id="w2", question="Where is Acme?", reference_answer="Acme is in Springfield.",
                contexts=(Chunk(id="c2", text="Acme is in Springfield."),), answer="Acme is in Springfield.")
+
+POINTER_ELEMENTS_DROPPED = MetricName.POINTER_ELEMENTS_DROPPED
 
 
 async def evaluate(store: RecordStore, tmp_path: Path, run_id: str, config: EvalConfig = CONFIG,

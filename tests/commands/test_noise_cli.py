@@ -15,10 +15,6 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from ragcourt.runs.api import Workspace
-from ragcourt.cli import app
-from ragcourt.judging.decomposers import SentenceDecomposer
-from ragcourt.runs.element_lists import current_elements
 from ragcourt.analysis.noise import (
     ALL,
     PAIRED_BAND,
@@ -30,6 +26,10 @@ from ragcourt.analysis.noise import (
     repeat_sds,
     unknown_metrics,
 )
+from ragcourt.cli import app
+from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.runs.element_lists import current_elements
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import (
     Decomposition,
     DecompositionKind,

@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ragcourt.analysis.summary import summarize
 from ragcourt.cli import app
-from ragcourt.schema.config import EvalConfig, Method
+from ragcourt.judging import BaselineJudge, BaselineRule
 from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.nodes.state import EvalContext
 from ragcourt.runs.element_lists import export_lines, import_lines
-from ragcourt.judging.jury import BaselineJudge, BaselineRule
 from ragcourt.runs.rerun import NEW_SAMPLE, arerun_changed, plan_changes
 from ragcourt.runs.runner import Runner
 from ragcourt.schema import Check, CheckKind, Chunk, Condition, Sample, SampleStatus, Verdict
-from ragcourt.nodes.state import EvalContext
+from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
-from ragcourt.analysis.summary import summarize
 from ragcourt.systems import Generation
 
 CONFIG = EvalConfig(methods=(Method.ELEMENTS, Method.QCARE), top_k=2)

@@ -1,4 +1,4 @@
-"""The per-sample graph end to end, with scripted judges and a scripted system (tests/data/graph).
+"""The per-sample graph end to end, with scripted judges and a scripted system (tests/fixtures/graph).
 
 The fixture, worked out by hand (decomposer: sentences; judges: a needle in the target text, see
 graph_fixtures.py; top_k 3, score threshold 0.5, loose threshold 0.6):
@@ -37,8 +37,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures import FIXTURES
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "graph"))
+sys.path.insert(0, str(FIXTURES / "graph"))
 
 from graph_fixtures import (
     JUDGE_A,
@@ -50,8 +51,8 @@ from graph_fixtures import (
     make_context,
 )
 
-from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.graphs.sample import build_sample_graph
+from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.nodes.scorer import NO_REFERENCE
 from ragcourt.schema import (
     LOOSE,

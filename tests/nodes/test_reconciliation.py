@@ -5,15 +5,10 @@ from __future__ import annotations
 import pytest
 from langgraph.runtime import Runtime
 
-from ragcourt.schema.config import EvalConfig, ReviewMode
-from ragcourt.nodes.reconciliation import (
-    HUMAN_REVIEW,
-    RETRIEVE,
-    SCORE,
-    normal_coverage,
-    reconcile_check,
-    route_after_reconcile,
-)
+from ragcourt.judging.reconciliation import reconcile_check
+from ragcourt.nodes.names import HUMAN_REVIEW, RETRIEVE, SCORE
+from ragcourt.nodes.reconciliation import normal_coverage, route_after_reconcile
+from ragcourt.nodes.state import EvalContext
 from ragcourt.schema import (
     LOOSE,
     NORMAL,
@@ -28,7 +23,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.nodes.state import EvalContext
+from ragcourt.schema.config import EvalConfig, ReviewMode
 
 RUN = "run-r"
 CONFIG = EvalConfig()  # escalate_below_agreement 1.0, escalate_score_spread 3.0

@@ -11,15 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures import FIXTURES
 from langgraph.runtime import Runtime
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "graph"))
+sys.path.insert(0, str(FIXTURES / "graph"))
 
 from graph_fixtures import ScriptedSystem, make_context, ranked
 
-from ragcourt.schema.config import DistractorPolicy, EvalConfig, PerturbationSpec
 from ragcourt.nodes.retriever_perturber import retrieve_perturb
 from ragcourt.schema import CLOSED_BOOK, LOOSE, NORMAL, ORACLE, Chunk, ConditionKind, Sample
+from ragcourt.schema.config import DistractorPolicy, EvalConfig, PerturbationSpec
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore

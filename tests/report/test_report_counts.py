@@ -10,9 +10,9 @@ from html import unescape
 import pandas as pd
 import pytest
 
+from ragcourt.analysis.qcare_tables import UNDECIDED_NO_SHARE, UNDECIDED_TABLE, gap_share_frame
 from ragcourt.report.data import collect
 from ragcourt.report.html import NO_REASON, frame_rows, render_report
-from ragcourt.analysis.qcare_tables import UNDECIDED_NO_SHARE, UNDECIDED_TABLE, gap_share_frame
 from ragcourt.report.sections import method_sections, metric_frame
 from ragcourt.schema import (
     NORMAL,

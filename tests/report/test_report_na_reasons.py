@@ -29,8 +29,8 @@ from ragcourt.analysis.cube_tables import (
     cube_of_inputs,
     cube_retrieved_only_noted,
 )
-from ragcourt.metrics.cube import AnswerSet
 from ragcourt.analysis.na_notes import NaNotes
+from ragcourt.metrics.cube import AnswerSet
 from ragcourt.report.data import collect
 from ragcourt.report.export import export_tables
 from ragcourt.report.html import render_report

@@ -43,7 +43,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.stores.records import CacheEntry, RecordStore, StoreVersionError
+from ragcourt.stores import CacheEntry, RecordStore, StoreVersionError
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 CHUNK = Chunk(id="c1", text="Paris is the capital of France.", title="Paris", score=0.9, rank=1)

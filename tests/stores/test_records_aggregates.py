@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from ragcourt.analysis.summary import metric_totals, summarize
 from ragcourt.report.data import tally_verdicts
 from ragcourt.schema import (
     NORMAL,
@@ -33,8 +34,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.stores.records import MetricTotals, RecordStore, SampleCheckCounts, VerdictTally
-from ragcourt.analysis.summary import metric_totals, summarize
+from ragcourt.stores import MetricTotals, RecordStore, SampleCheckCounts, VerdictTally
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 RUN, OTHER = "run", "other"

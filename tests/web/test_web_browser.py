@@ -9,8 +9,8 @@ import time
 import pytest
 from web_support import PAYLOAD, RUN_ID, chromium, desk_server, free_port, make_payload_run, needs_chromium
 
-from ragcourt.runs.api import Workspace
 from ragcourt.report.html import write_report
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Label, ReconcileMethod, ReviewAction
 from ragcourt.web.app import DeskSettings
 

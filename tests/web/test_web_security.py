@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from web_support import make_payload_run
 
-from ragcourt.runs.api import Workspace
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import (
     Check,
     CheckKind,

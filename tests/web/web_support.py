@@ -15,8 +15,8 @@ import pytest
 import uvicorn
 
 from ragcourt.runs.api import evaluate
-from ragcourt.schema.config import EvalConfig, JudgeSpec
 from ragcourt.schema import Chunk, Sample
+from ragcourt.schema.config import EvalConfig, JudgeSpec
 from ragcourt.systems import Precomputed
 from ragcourt.web.app import DeskSettings, create_app
 

@@ -1,0 +1,41 @@
+"""The command modules of ragcourt.commands (see __init__.py)."""
+
+from . import (
+    calibrate,
+    demo,
+    elements,
+    evaluation,
+    generate,
+    graph,
+    index,
+    noise,
+    output,
+    rank,
+    report,
+    rerun,
+    review,
+    run,
+    serve,
+    summary,
+    watch,
+)
+
+__all__ = [
+    "calibrate",
+    "demo",
+    "elements",
+    "evaluation",
+    "generate",
+    "graph",
+    "index",
+    "noise",
+    "output",
+    "rank",
+    "report",
+    "rerun",
+    "review",
+    "run",
+    "serve",
+    "summary",
+    "watch",
+]

@@ -1,0 +1,142 @@
+"""What the commands that evaluate share (`run`, `demo`, `rerun`, `noise`): reading samples, indexing a
+corpus, building the system under test, and a run streamed one line per question, then its figures."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.markup import escape
+
+from ragcourt.analysis.summary import RunSummary, summarize
+from ragcourt.commands.output import (
+    console,
+    fail,
+    print_element_diagnosis,
+    print_method_tables,
+    print_summary,
+    progress,
+)
+from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
+from ragcourt.metrics.values import MetricKey
+from ragcourt.report.method_charts import write_method_charts
+from ragcourt.runs.models import Models, eval_context
+from ragcourt.runs.runner import RunLockedError, Runner
+from ragcourt.runs.workspace import Workspace
+from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema.config import ConfigError, EvalConfig, ReviewMode
+from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
+
+PRECOMPUTED, REFERENCE = "precomputed", "reference"
+
+
+def read_samples(path: Path) -> list[Sample]:
+    """The samples of a JSONL / JSON / CSV file, or of a HotpotQA IRCoT file; DatasetError when unreadable."""
+    try:
+        head = path.open("rb").read(4000)
+    except OSError as error:  # a missing or unreadable file: the loaders' message, not a traceback
+        raise DatasetError(path, f"cannot read file: {error.strerror or error}") from None
+    if b'"question_text"' in head and b'"contexts"' in head:
+        return list(load_hotpotqa(path).samples)
+    return list(load_samples(path).samples)
+
+
+def build_system(kind: str, workspace: Workspace, models: Models, collection: str | None) -> RAGSystem:
+    """The system under test named `kind`: PRECOMPUTED (with the configured bounds generator), or REFERENCE
+    (the workspace's chromadb `collection` and the configured answerer); fails when the collection is missing."""
+    if kind == PRECOMPUTED:
+        return Precomputed(bounds=models.bounds_generator())
+    if collection is None or not workspace.open_vectors().has_collection(collection):
+        fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: give --collection")
+    assert collection is not None
+    return ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+
+
+def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk]) -> float:
+    """Index chunks unless the collection already holds them; returns seconds spent."""
+    vectors = workspace.open_vectors()
+    if vectors.has_collection(collection) and vectors.count(collection) >= len(chunks):
+        return 0.0
+    started = time.perf_counter()
+    with progress() as bar:
+        task = bar.add_task(f"indexing {collection}", total=len(chunks))
+        for start in range(0, len(chunks), 128):
+            batch = chunks[start:start + 128]
+            vectors.index(collection, batch)
+            bar.advance(task, len(batch))
+    return time.perf_counter() - started
+
+
+def reference_system_of(workspace: Workspace, collection: str) -> Callable[[Models], RAGSystem]:
+    """The reference RAG on the workspace's chromadb `collection`, answered by the run's configured answerer."""
+    return lambda models: ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+
+
+def _line(d: SampleDiagnostics, stored: bool = False) -> str:
+    if d.status is SampleStatus.FAILED:
+        return f"[red]✗[/red] {escape(d.sample_id)}  failed: {escape(d.error or '')}"
+    shown = []
+    for name in ("c_prec", "completeness", "verifiableness", "element_coverage", "soft_correctness"):
+        metric = next((m for m in d.metrics if MetricKey.of(m.name).base == name), None)
+        if metric is not None:
+            shown.append(f"{name}={'n/a' if metric.value is None else f'{metric.value:.2f}'}")
+    gaps = sorted({str(e.status) for e in d.elements if e.status != "answered"})
+    extra = f"  gaps: {', '.join(gaps)}" if gaps else ""
+    return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {'  '.join(shown)}  unsupported={len(d.unsupported_claims)}"
+            f"  to_review={len(d.escalations)}  unscored={d.n_unscored}{extra}{'  (stored)' if stored else ''}")
+
+
+async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Path) -> list[SampleDiagnostics]:
+    store, run_id = runner.context.store, runner.run_id
+    wanted = {s.id for s in samples}
+    finished = {i for i in await asyncio.to_thread(store.finished_sample_ids, run_id) if i in wanted}
+    if finished:
+        console.print(f"resuming run {escape(run_id)}: {len(finished)} of {len(wanted)} samples finished before "
+                      "come from the store (marked 'stored'; nothing of them is asked again)")
+    out = []
+    with progress() as bar:
+        task = bar.add_task("evaluating", total=len(samples))
+        async for diagnostics in runner.astream(samples, dataset=dataset):
+            bar.console.print(_line(diagnostics, stored=diagnostics.sample_id in finished))
+            bar.advance(task)
+            out.append(diagnostics)
+    waiting = len(wanted) - len({d.sample_id for d in out})
+    if waiting and runner.context.config.review_mode is ReviewMode.INLINE:
+        console.print(f"[yellow]{waiting} samples are paused for an inline review[/yellow]: "
+                      f"[bold]ragcourt review {escape(run_id)} --home {escape(str(home))}[/bold] decides their "
+                      "escalated checks and finishes them")
+    return out
+
+
+def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
+                       samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None) -> RunSummary:
+    """Run the evaluation (resuming a run of the same id), one line per finished question, then print its
+    summary, element diagnosis, method tables, charts written and LLM usage."""
+    store = workspace.open_store()
+    try:
+        models = Models(config, store)
+        vectors = workspace.open_vectors() if collection else None
+        system = make_system(models)
+        try:
+            context = eval_context(config, system, store, models, vectors, collection)
+        except ConfigError as error:
+            fail(str(error))
+        runner = Runner(context, run_id, workspace.run_dir(run_id))
+        try:
+            asyncio.run(_run(runner, samples, dataset, workspace.home))
+        except RunLockedError as error:
+            fail(str(error))
+        summary = summarize(store, run_id)
+        print_summary(summary)
+        print_element_diagnosis(store, run_id)
+        print_method_tables(store, run_id, config)
+        for chart, not_written in write_method_charts(store, run_id, config, workspace.run_dir(run_id)).items():
+            console.print(f"chart {chart.name}: {escape(not_written) if not_written else f'written to {chart}'}")
+        usage = models.usage.rows()
+        if usage:
+            console.print(f"LLM usage: {usage}")
+        return summary
+    finally:
+        store.close()

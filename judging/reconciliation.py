@@ -1,0 +1,81 @@
+"""The jury's verdicts on one check into one decision: the pure reconciliation policy.
+
+Binary checks: majority label; on a tie the first judge of the configuration decides provisionally.
+Scores: mean. Probabilities: the mean of the judges' probabilities, or the vote shares without them.
+A check escalates when the share of scored judges agreeing with the label is below
+`escalate_below_agreement`, when scores spread more than `escalate_score_spread`, or when no judge gave
+a scored verdict. Unscored verdicts are excluded and counted. A person's review overrides everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import mean
+from typing import Any
+
+from ragcourt.schema import (
+    Check,
+    CheckKind,
+    Label,
+    Reconciled,
+    ReconcileMethod,
+    Review,
+    ReviewAction,
+    Verdict,
+)
+from ragcourt.schema.config import EvalConfig
+
+
+def reconcile_check(
+    run_id: str, check: Check, verdicts: Sequence[Verdict], config: EvalConfig, review: Review | None = None
+) -> Reconciled:
+    # A verdict counts only when it carries what the kind needs (a score for dimensions, else a label):
+    # a judge that gave the wrong field has not decided this check.
+    wanted = "score" if check.kind is CheckKind.DIMENSION_SCORE else "label"
+    scored = [v for v in verdicts if v.scored and getattr(v, wanted) is not None]
+    base: dict[str, Any] = {"run_id": run_id, "check_id": check.id, "kind": check.kind,
+                            "sample_id": check.sample_id, "n_scored": len(scored),
+                            "n_unscored": len(verdicts) - len(scored)}
+    if review is not None and review.action is not ReviewAction.SKIP:
+        return Reconciled(label=review.label, score=review.score, method=ReconcileMethod.HUMAN, agreement=None,
+                          escalated=True, escalation_reason="decided by a person", **base)
+    if not scored:
+        return Reconciled(method=ReconcileMethod.NONE, escalated=True, provisional=True,
+                          escalation_reason="no judge gave a scored verdict", **base)
+    if check.kind is CheckKind.DIMENSION_SCORE:
+        scores = [v.score for v in scored if v.score is not None]
+        spread = max(scores) - min(scores)
+        escalated = spread > config.escalate_score_spread
+        return Reconciled(score=mean(scores), method=ReconcileMethod.MEAN, agreement=None, escalated=escalated,
+                          provisional=escalated,
+                          escalation_reason=f"scores spread {spread:g} > {config.escalate_score_spread:g}"
+                          if escalated else None, **base)
+    votes: dict[Label, int] = {}  # a dict, not a Counter: this runs for every check of every sample
+    for verdict in scored:
+        if verdict.label is not None:
+            votes[verdict.label] = votes.get(verdict.label, 0) + 1
+    top = max(votes.values())
+    leaders = [label for label, count in votes.items() if count == top]
+    label = leaders[0] if len(leaders) == 1 else next(v.label for v in scored if v.label in leaders)
+    agreement = top / len(scored)
+    escalated = agreement < config.escalate_below_agreement
+    return Reconciled(
+        label=label, probabilities=_probabilities(scored, votes), agreement=agreement,
+        method=ReconcileMethod.MEAN_PROBABILITY if any(v.probabilities for v in scored) else ReconcileMethod.MAJORITY,
+        escalated=escalated, provisional=escalated,
+        escalation_reason=f"judges disagree ({_tally(votes)})" if escalated else None, **base,
+    )
+
+
+def _tally(votes: dict[Label, int]) -> str:
+    """`yes 2, no 1`, most votes first: people read the reason (review desk, report, decisions.csv)."""
+    return ", ".join(f"{label.value} {n}" for label, n in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _probabilities(scored: Sequence[Verdict], votes: dict[Label, int]) -> dict[Label, float]:
+    with_probs = [v.probabilities for v in scored if v.probabilities]
+    if with_probs:
+        labels = {label for p in with_probs for label in p}
+        return {label: mean(p.get(label, 0.0) for p in with_probs) for label in labels}
+    total = sum(votes.values())
+    return {label: count / total for label, count in votes.items()}

@@ -1,0 +1,54 @@
+"""The public names of ragcourt.runs (see __init__.py)."""
+
+from .api import EvalResult, aevaluate, astream, evaluate, langchain_config, reference_system
+from .calibration import HumanLabel, KindCalibration, calibrate, load_labels, review_labels
+from .element_lists import export_lines, import_lines, read_lines, write_lines
+from .live import LiveCounts, LiveEvaluator, check_live_config, live_config
+from .models import ConfiguredAnswerer, Models, check_model_specs, eval_context
+from .ranking import RankingReport, RankSettings, place_against_baselines, rank_systems
+from .rerun import RerunResult, arerun_changed, plan_changes
+from .rescore import arescore_run, rescore_run
+from .runner import RunLock, RunLockedError, Runner, RunPaths
+from .workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
+
+__all__ = [
+    "ConfiguredAnswerer",
+    "DEFAULT_HOME",
+    "EvalResult",
+    "HOTPOTQA_COLLECTION",
+    "HumanLabel",
+    "KindCalibration",
+    "LiveCounts",
+    "LiveEvaluator",
+    "Models",
+    "RankSettings",
+    "RankingReport",
+    "RerunResult",
+    "RunLock",
+    "RunLockedError",
+    "RunPaths",
+    "Runner",
+    "Workspace",
+    "aevaluate",
+    "arerun_changed",
+    "arescore_run",
+    "astream",
+    "calibrate",
+    "check_live_config",
+    "check_model_specs",
+    "eval_context",
+    "evaluate",
+    "export_lines",
+    "import_lines",
+    "langchain_config",
+    "live_config",
+    "load_labels",
+    "place_against_baselines",
+    "plan_changes",
+    "rank_systems",
+    "read_lines",
+    "reference_system",
+    "rescore_run",
+    "review_labels",
+    "write_lines",
+]

@@ -1,0 +1,145 @@
+"""The composition of a run from its configuration: the LLM clients (one cache, one usage meter, one
+limiter per endpoint), the jury, the decomposer and the answerer, and the EvalContext they make up.
+
+Model specs are checked before anything is built (`check_model_specs`); the rule-based choices that need
+no LLM (`schema.config.NO_LLM_MODELS`) are never parsed as specs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import openai
+
+from ragcourt.judging import BaselineJudge, BaselineRule, Judge, LLMJudge
+from ragcourt.judging.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
+from ragcourt.llm.factory import build_client
+from ragcourt.llm.limits import LimiterRegistry
+from ragcourt.llm.spec import ModelSpec, Provider
+from ragcourt.llm.usage import UsageMeter
+from ragcourt.nodes.state import EvalContext
+from ragcourt.schema.config import NO_LLM_MODELS, ConfigError, EvalConfig
+from ragcourt.stores.embeddings import MiniLMEmbedding
+from ragcourt.stores.records import RecordStore
+from ragcourt.stores.vectors import VectorStore
+from ragcourt.systems import ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
+
+
+def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
+    """Raise ConfigError naming the key of a model spec that does not parse, or of repeated judge ids: what
+    building the Models would fail on, found before a store is opened or anything is built."""
+    named = [(f"judges.{i}.model", j.model) for i, j in enumerate(config.judges) if j.model not in NO_LLM_MODELS]
+    named += [(key, value) for key, value in (("decomposer", config.decomposer), ("answerer", config.answerer),
+                                               ("bounds_generator", config.bounds_generator))
+              if value is not None and value not in NO_LLM_MODELS]
+    for key, text in named:
+        try:
+            ModelSpec.parse(text)
+        except ValueError as error:
+            raise ConfigError(f"{source}: invalid configuration key '{key}': {error}") from None
+    ids = [j.judge_id for j in config.judges]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{source}: invalid configuration key 'judges': judge ids must be unique, got {ids}; give "
+                          "repeated models an 'id'")
+
+
+@dataclass
+class Models:
+    """Builds every LLM client of a run with one cache, one usage meter and one limiter per endpoint."""
+
+    config: EvalConfig
+    store: RecordStore
+    usage: UsageMeter = field(default_factory=UsageMeter)
+    limiters: LimiterRegistry | None = None
+    _embedding: MiniLMEmbedding | None = None
+    # One connection pool per endpoint for the run's clients (judges, decomposer, answerer share it).
+    _http_clients: dict[str, openai.DefaultAsyncHttpxClient] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.limiters = self.limiters or LimiterRegistry(default_max_concurrency=self.config.llm_concurrency)
+
+    def client(self, spec_text: str, role: str, *, logprobs: bool = False) -> Any:
+        spec = ModelSpec.parse(spec_text)
+        assert self.limiters is not None
+        # A local model runs one call at a time anyway (llama.cpp): queue the rest here, not in threads.
+        in_flight = 1 if spec.provider is Provider.LOCAL else None
+        http_client = None
+        if spec.provider is not Provider.LOCAL:
+            if spec.endpoint not in self._http_clients:  # made once: a pool's TLS set-up costs ~20 ms
+                self._http_clients[spec.endpoint] = openai.DefaultAsyncHttpxClient()
+            http_client = self._http_clients[spec.endpoint]
+        return build_client(
+            spec, role=role, cache=self.store,
+            limiter=self.limiters.limiter_for(spec.endpoint, max_concurrency=in_flight),
+            usage=self.usage, timeout_s=self.config.timeout_s, logprobs=logprobs,
+            top_logprobs=5 if logprobs else None, http_client=http_client,
+        )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self._embedding is None:
+            self._embedding = MiniLMEmbedding()
+        return np.asarray(self._embedding(texts), dtype=np.float32)
+
+    def judges(self) -> list[Judge]:
+        out: list[Judge] = []
+        for spec in self.config.judges:
+            if spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
+                out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed, name=spec.id))
+            else:
+                out.append(LLMJudge(self.client(spec.model, "judge", logprobs=spec.logprobs), spec.judge_id))
+        ids = [j.judge_id for j in out]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"judge ids must be unique, got {ids}; give repeated models an 'id'")
+        for judge in out:
+            if isinstance(judge, LLMJudge):
+                self._check_judge_identity(judge)
+        return out
+
+    def _check_judge_identity(self, judge: LLMJudge) -> None:
+        """Stored verdicts are reused by (check, judge id): under an id whose model changed they would be
+        another model's answers. Refused, not silently reused or overwritten."""
+        others = self.store.judge_model_ids(judge.judge_id) - {judge.client.model_id}
+        if others:
+            raise ConfigError(
+                f"judge id '{judge.judge_id}' has verdicts from {', '.join(sorted(others))} in this workspace's "
+                f"store and now names {judge.client.model_id}: its stored verdicts would be reused for another "
+                "model. Give this judge a new 'id' in the configuration, or use another --home."
+            )
+
+    def decomposer(self) -> Decomposer:
+        if self.config.decomposer == "sentences":
+            return SentenceDecomposer()
+        return LLMDecomposer(self.client(self.config.decomposer, "decomposer"))
+
+    def generator(self) -> Generator:
+        if self.config.answerer == "extractive":
+            return ExtractiveGenerator()
+        return LLMGenerator(self.client(self.config.answerer, "answerer"), name=self.config.answerer)
+
+    def bounds_generator(self) -> Generator | None:
+        """The generator of the closed-book and oracle answers of a precomputed system; None when unset."""
+        spec = self.config.bounds_generator
+        if spec is None:
+            return None
+        if spec == "extractive":
+            return ExtractiveGenerator()
+        return LLMGenerator(self.client(spec, "bounds"), name=spec)
+
+
+def eval_context(config: EvalConfig, system: RAGSystem, store: RecordStore, models: Models,
+                 vectors: VectorStore | None, collection: str | None) -> EvalContext:
+    """The EvalContext of a run: `system` under test, the jury and decomposer `models` builds, `store`, and
+    the chromadb `vectors` / `collection` that give distractors (None for none)."""
+    return EvalContext(config=config, system=system, judges=models.judges(), decomposer=models.decomposer(),
+                       store=store, vectors=vectors, collection=collection)
+
+
+@dataclass
+class ConfiguredAnswerer(ExtractiveGenerator):
+    """Stands for the configuration's `answerer` in a system built before the run (reference_system): a run
+    replaces it with Models.generator() (the cache, usage meter and limits of the run), as the CLI builds it.
+    Called outside a run, it answers extractively."""
+
+    name: str = "configured-answerer"

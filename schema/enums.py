@@ -1,0 +1,121 @@
+"""The enums of ragcourt's vocabulary: kinds, labels, statuses and reasons that records carry.
+
+They are StrEnums, so a stored or exported value is the plain string and reads back as the member.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ConditionKind(StrEnum):
+    NORMAL = "normal"
+    LOOSE = "loose"
+    CLOSED_BOOK = "closed_book"
+    ORACLE = "oracle"
+    REMOVE = "remove"
+    REPLACE = "replace"
+    DUPLICATE = "duplicate"
+
+    @property
+    def is_perturbation(self) -> bool:
+        return self in (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
+
+
+class CheckKind(StrEnum):
+    ELEMENT_IN_CONTEXT = "element_in_context"
+    ELEMENT_IN_ANSWER = "element_in_answer"
+    SUBQUERY_IN_CHUNK = "subquery_in_chunk"
+    CLAIM_SERVES_SUBQUERY = "claim_serves_subquery"
+    SUBQUERY_ANSWERED = "subquery_answered"
+    CLAIM_SUPPORTED = "claim_supported"
+    DIMENSION_SCORE = "dimension_score"
+    PAIRWISE = "pairwise"
+
+    @property
+    def is_binary(self) -> bool:
+        return self not in (CheckKind.DIMENSION_SCORE, CheckKind.PAIRWISE)
+
+    @property
+    def labels(self) -> tuple[Label, ...]:
+        """The labels a decision on this kind takes (a judge's, a reviewer's, a calibration label's); none
+        for dimension scores, which are numbers in SCORE_RANGE."""
+        if self is CheckKind.PAIRWISE:
+            return (Label.A, Label.B, Label.TIE)
+        return (Label.YES, Label.NO) if self.is_binary else ()
+
+
+class Label(StrEnum):
+    """Decisions a judge or a reviewer can give. Binary checks use YES/NO, pairwise checks A/B/TIE."""
+
+    YES = "yes"
+    NO = "no"
+    A = "A"
+    B = "B"
+    TIE = "Tie"
+
+
+class VerdictStatus(StrEnum):
+    OK = "ok"
+    UNSCORED = "unscored"
+
+
+class UnscoredReason(StrEnum):
+    PARSE_FAILURE = "parse_failure"
+    REFUSAL = "refusal"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    OUT_OF_RANGE = "out_of_range"
+    MISSING_ITEM = "missing_item"
+    BEYOND_RULE = "beyond_rule"  # a no-LLM baseline judge's rule cannot decide this check (judging.baseline.BaselineJudge)
+
+
+class WholeTarget(StrEnum):
+    """A check's target when it is not a chunk, claim or sub-query with an id of its own: the answer, all of
+    its claims, or the whole context a condition showed (`Condition.context_target`). Part of check ids."""
+
+    ANSWER = "answer"
+    CLAIMS = "claims"
+    CONTEXT = "context"
+
+
+class QueryType(StrEnum):
+    SINGLE_FOCUS = "single_focus"
+    MULTI_ASPECT = "multi_aspect"
+    MULTI_STEP = "multi_step"
+
+
+class ReconcileMethod(StrEnum):
+    MAJORITY = "majority"
+    MEAN = "mean"
+    MEAN_PROBABILITY = "mean_probability"
+    HUMAN = "human"
+    NONE = "none"
+
+
+class ReviewAction(StrEnum):
+    ACCEPT = "accept"
+    OVERRIDE = "override"
+    SKIP = "skip"
+
+
+class ElementStatus(StrEnum):
+    ANSWERED = "answered"
+    GENERATION_GAP = "generation_gap"
+    RETRIEVAL_GAP = "retrieval_gap"
+    DOCUMENT_GAP = "document_gap"
+    UNDECIDED = "undecided"
+
+
+class SampleStatus(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+class DecompositionKind(StrEnum):
+    ELEMENTS = "elements"
+    SUBQUERIES = "subqueries"
+    CLAIMS = "claims"

@@ -1,0 +1,426 @@
+"""The records every part of ragcourt shares.
+
+All records are immutable pydantic models. Ids of checks and decompositions are content addressed
+(a stable hash of kind and inputs), so the same work always lands on the same key: a re-run finds it,
+a killed run loses nothing that was written. This module imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ragcourt.schema.enums import (
+    CheckKind,
+    ConditionKind,
+    DecompositionKind,
+    ElementStatus,
+    Label,
+    QueryType,
+    ReconcileMethod,
+    ReviewAction,
+    SampleStatus,
+    UnscoredReason,
+    VerdictStatus,
+    WholeTarget,
+)
+
+SCHEMA_VERSION = 1
+
+
+def content_id(*parts: Any) -> str:
+    """A stable 16-hex-digit id of JSON-serialisable parts (order matters, dict key order does not)."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Record(BaseModel):
+    """Base of every stored record: frozen, strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+SCORE_RANGE = (0.0, 10.0)  # a dimension score (seed 000: 0-10), from a judge or a person
+# Unscored for these reasons, asking again may succeed: a re-run asks again. Parse failures and refusals are
+# deterministic for the same prompt and model, so they are kept.
+TRANSIENT_REASONS = frozenset({UnscoredReason.TIMEOUT, UnscoredReason.ERROR})
+
+
+def failure_of(error: BaseException) -> tuple[UnscoredReason, str]:
+    """The one reading of an exception as the reason and words of an unscored result."""
+    reason = UnscoredReason.TIMEOUT if isinstance(error, TimeoutError) else UnscoredReason.ERROR
+    return reason, f"{type(error).__name__}: {error}"
+
+
+def reusable(result: Verdict | Answer) -> bool:
+    """Whether a stored verdict or answer stands on a re-run: scored, or unscored for a lasting reason."""
+    return result.status is VerdictStatus.OK or result.unscored_reason not in TRANSIENT_REASONS
+
+
+class Chunk(Record):
+    id: str
+    text: str
+    title: str | None = None
+    source: str | None = None
+    score: float | None = None
+    rank: int | None = Field(default=None, description="1-based position in the retrieval that produced it")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Sample(Record):
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    reference_answer: str | None = None
+    gold_answers: tuple[str, ...] = ()
+    gold_titles: tuple[str, ...] = ()
+    gold_documents: tuple[Chunk, ...] = ()
+    contexts: tuple[Chunk, ...] | None = Field(
+        default=None, description="precomputed retrieval of the system under test, if given"
+    )
+    answer: str | None = Field(default=None, description="precomputed answer of the system under test")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        return content_id(self.model_dump(mode="json"))
+
+
+class Condition(Record):
+    """What the generator is shown. Perturbations name the chunk they act on."""
+
+    kind: ConditionKind
+    chunk_id: str | None = None
+
+    @model_validator(mode="after")
+    def _chunk_only_for_perturbations(self) -> Condition:
+        if self.kind.is_perturbation and not self.chunk_id:
+            raise ValueError(f"condition {self.kind} needs a chunk_id")
+        if not self.kind.is_perturbation and self.chunk_id:
+            raise ValueError(f"condition {self.kind} takes no chunk_id")
+        return self
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.chunk_id}" if self.chunk_id else str(self.kind)
+
+    @classmethod
+    def parse(cls, key: str) -> Condition:
+        kind, _, chunk = key.partition(":")
+        return cls(kind=ConditionKind(kind), chunk_id=chunk or None)
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def context_target(self) -> str:
+        """The target id of a check against everything this condition showed, e.g. `context:normal`."""
+        return f"{WholeTarget.CONTEXT}:{self.key}"
+
+
+NORMAL = Condition(kind=ConditionKind.NORMAL)
+LOOSE = Condition(kind=ConditionKind.LOOSE)
+CLOSED_BOOK = Condition(kind=ConditionKind.CLOSED_BOOK)
+ORACLE = Condition(kind=ConditionKind.ORACLE)
+
+
+class TokenUsage(Record):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            calls=self.calls + other.calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+        )
+
+
+class Retrieval(Record):
+    run_id: str
+    sample_id: str
+    condition: Condition
+    chunks: tuple[Chunk, ...]
+    k: int | None = None
+    score_threshold: float | None = None
+    made_by: str = Field(description="what produced these chunks, e.g. 'system.retrieve k=5'")
+
+
+class Answer(Record):
+    run_id: str
+    sample_id: str
+    condition: Condition
+    text: str
+    used_chunk_ids: tuple[str, ...] = ()
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    latency_s: float | None = None
+    usage: TokenUsage = TokenUsage()
+    status: VerdictStatus = VerdictStatus.OK
+    unscored_reason: UnscoredReason | None = None
+    error: str | None = None
+    raw_output: str | None = None
+
+    @classmethod
+    def failed(cls, error: BaseException, **fields: Any) -> Answer:
+        """The answer of a system under test that raised on this sample: no text, the reason kept."""
+        reason, detail = failure_of(error)
+        return cls(text="", status=VerdictStatus.UNSCORED, unscored_reason=reason, error=detail, **fields)
+
+
+# --------------------------------------------------------------------------- decompositions
+
+
+class Element(Record):
+    """One fact or condition of a reference answer (seed 003). Frozen once split."""
+
+    id: str
+    text: str
+    index: int
+
+
+class SubQuery(Record):
+    id: str
+    text: str
+    index: int
+
+
+class Claim(Record):
+    id: str
+    text: str
+    index: int
+
+
+class Decomposition(Record):
+    """A split of one text, content addressed by (kind, source text, prompt hash, model).
+
+    Elements are frozen: stored once and reused by every later run; `edited` marks a person's edit.
+    """
+
+    id: str
+    kind: DecompositionKind
+    source_text: str
+    items: tuple[str, ...]
+    query_type: QueryType | None = None
+    prompt_hash: str
+    model_id: str
+    edited: bool = False
+    status: VerdictStatus = VerdictStatus.OK
+    unscored_reason: UnscoredReason | None = None
+
+    @staticmethod
+    def make_id(kind: DecompositionKind, source_text: str, prompt_hash: str, model_id: str) -> str:
+        return content_id("decomposition", kind, source_text, prompt_hash, model_id)
+
+
+# --------------------------------------------------------------------------- checks and verdicts
+
+
+class Check(Record):
+    """One atomic question for the jury, content addressed by kind and inputs.
+
+    subject: what is asked about (an element, claim, sub-query, or an answer for dimensions/pairwise);
+    target: what it is checked against (a chunk, the context, the answer, a sub-query, answer B).
+    """
+
+    id: str = ""
+    kind: CheckKind
+    sample_id: str
+    condition: Condition
+    subject_id: str
+    subject_text: str
+    target_id: str
+    target_text: str
+    question: str = ""
+    dimension: str | None = None
+    reference: str | None = None
+    evidence: str | None = Field(
+        default=None, description="pairwise: the retrieved chunks the judge sees with both answers"
+    )
+
+    @model_validator(mode="after")
+    def _content_address(self) -> Check:
+        if self.id:  # loaded from the store: hashing every loaded check again cost 2.2 s of a 10,000-sample export
+            return self
+        # subject_id is not hashed: the same text is one check wherever it comes from (an unchanged element
+        # of an edited reference keeps its verdicts); consumers look decisions up by subject text.
+        parts = [
+            "check", self.kind, self.sample_id, self.condition.key, self.subject_text,
+            self.target_id, self.target_text, self.question, self.dimension, self.reference,
+        ]
+        if self.evidence is not None:  # only when given, so every check without evidence keeps its id
+            parts.append(self.evidence)
+        object.__setattr__(self, "id", content_id(*parts))
+        return self
+
+
+class Verdict(Record):
+    check_id: str
+    judge_id: str
+    status: VerdictStatus
+    label: Label | None = None
+    score: float | None = None
+    probabilities: dict[Label, float] | None = None
+    rationale: str = ""
+    raw_output: str | None = None
+    unscored_reason: UnscoredReason | None = None
+    detail: str | None = Field(default=None, description="why unscored, in words")
+    prompt_id: str | None = None
+    prompt_hash: str | None = None
+    model_id: str | None = None
+    usage: TokenUsage = TokenUsage()
+    latency_s: float | None = None
+
+    @model_validator(mode="after")
+    def _unscored_has_reason(self) -> Verdict:
+        if self.status is VerdictStatus.UNSCORED:
+            if self.unscored_reason is None:
+                raise ValueError("an unscored verdict needs a reason")
+            if self.label is not None or self.score is not None:
+                raise ValueError("an unscored verdict carries no label or score")
+        elif self.label is None and self.score is None:
+            raise ValueError("a scored verdict needs a label or a score")
+        return self
+
+    @property
+    def scored(self) -> bool:
+        return self.status is VerdictStatus.OK
+
+    @classmethod
+    def unscored(cls, check_id: str, judge_id: str, reason: UnscoredReason, detail: str | None = None,
+                 **fields: Any) -> Verdict:
+        """A verdict that decides nothing, with its reason: never a 0, a 1 or a NaN."""
+        return cls(check_id=check_id, judge_id=judge_id, status=VerdictStatus.UNSCORED, unscored_reason=reason,
+                   detail=detail, **fields)
+
+    @classmethod
+    def failed(cls, check_id: str, judge_id: str, error: BaseException) -> Verdict:
+        """The verdict of a judge that raised instead of answering (a judge must never take a run down)."""
+        reason, detail = failure_of(error)
+        return cls.unscored(check_id, judge_id, reason, detail)
+
+
+class Reconciled(Record):
+    run_id: str
+    check_id: str
+    kind: CheckKind
+    sample_id: str
+    label: Label | None = None
+    score: float | None = None
+    probabilities: dict[Label, float] | None = None
+    agreement: float | None = Field(default=None, description="share of scored judges agreeing with the label")
+    method: ReconcileMethod
+    n_scored: int
+    n_unscored: int
+    escalated: bool = False
+    escalation_reason: str | None = None
+    provisional: bool = Field(default=False, description="escalated and not yet decided by a person")
+
+    @property
+    def decided(self) -> bool:
+        return self.label is not None or self.score is not None
+
+
+class Review(Record):
+    """A person's decision on an escalated check; it overrides the jury and is a calibration label."""
+
+    run_id: str
+    check_id: str
+    reviewer: str = Field(min_length=1)
+    action: ReviewAction
+    label: Label | None = None
+    score: float | None = None
+    accepted_judge: str | None = None
+    comment: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _decision_needs_a_value(self) -> Review:
+        if self.action is not ReviewAction.SKIP and self.label is None and self.score is None:
+            raise ValueError(f"a review that will {self.action} a check needs a label or a score")
+        return self
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+class MetricValue(Record):
+    """A figure with its honesty counts. value None means n/a, and na_reason says why."""
+
+    name: str
+    value: float | None
+    na_reason: str | None = None
+    n: int = 0
+    n_unscored: int = 0
+    n_escalated: int = 0
+
+    @model_validator(mode="after")
+    def _na_needs_reason(self) -> MetricValue:
+        if self.value is None and not self.na_reason:
+            raise ValueError(f"metric {self.name} is n/a without a reason")
+        return self
+
+
+class ElementOutcome(Record):
+    element_id: str
+    text: str
+    in_context: bool | None
+    in_loose_context: bool | None
+    in_answer: bool | None
+    status: ElementStatus
+
+
+class PerturbationEffect(Record):
+    condition: Condition
+    chunk_title: str | None = None
+    chunk_is_gold: bool | None = None
+    d_soft_correct: float | None = None
+    d_f1: float | None = None
+    d_confidence: float | None = None
+    trace_divergence: float | None = None
+
+
+class SampleDiagnostics(Record):
+    """What streams out per question."""
+
+    run_id: str
+    sample_id: str
+    question: str
+    status: SampleStatus = SampleStatus.OK
+    error: str | None = None
+    metrics: tuple[MetricValue, ...] = ()
+    elements: tuple[ElementOutcome, ...] = ()
+    unsupported_claims: tuple[str, ...] = ()
+    uncovered_subqueries: tuple[str, ...] = ()
+    perturbations: tuple[PerturbationEffect, ...] = ()
+    escalations: tuple[str, ...] = Field(default=(), description="ids of escalated checks awaiting review")
+    n_checks: int = 0
+    n_unscored: int = 0
+    usage: TokenUsage = TokenUsage()
+    alignment_graph: dict[str, Any] | None = Field(
+        default=None, description="node-link JSON of sub-queries, chunks and claims"
+    )
+    created_at: datetime = Field(default_factory=utcnow)
+
+    def metric(self, name: str) -> MetricValue | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+class RunInfo(Record):
+    run_id: str
+    created_at: datetime = Field(default_factory=utcnow)
+    dataset: str
+    system: str
+    config: dict[str, Any]
+    collection: str | None = None  # the reference system's chromadb collection (a rerun retrieves from it)
+    base_run: str | None = None
+    rerun_sample_ids: tuple[str, ...] = ()

@@ -1,0 +1,219 @@
+"""Read-back aggregates of the record store: counts, sums and frames over a run, computed by SQLite."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel
+
+from ragcourt.schema import (
+    Check,
+    Decomposition,
+    ElementStatus,
+    ReviewAction,
+    Sample,
+    SampleStatus,
+    Verdict,
+    VerdictStatus,
+)
+from ragcourt.stores.record_base import RecordStoreBase
+from ragcourt.stores.record_cache import CacheEntry
+
+# The checks of a run as `checks_for` lists them: links whose check is stored.
+_RUN_LINKS = "run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
+
+
+@dataclass(frozen=True)
+class VerdictTally:
+    """Verdicts of a run's checks with one judge, model and status: how many and their summed tokens."""
+
+    judge_id: str
+    model_id: str | None
+    status: VerdictStatus
+    n_verdicts: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class MetricTotals:
+    """One metric over a run's samples: its values (n/a ones left out) in sample order, and its counts."""
+
+    name: str
+    values: tuple[float, ...]
+    n_na: int  # samples where the metric is n/a
+    n_unscored: int  # summed over the samples
+    n_escalated: int
+
+
+@dataclass(frozen=True)
+class SampleCheckCounts:
+    """A sample's checks in a run (grouped by the check's own sample_id, as the report groups them)."""
+
+    n_checks: int
+    n_escalated: int  # checks whose reconciled record in the run is escalated
+    n_reviewed: int  # checks with at least one review in the run
+
+
+class RecordQueries(RecordStoreBase):
+    """The aggregate and frame methods of `RecordStore`."""
+
+    # ------------------------------------------------------------------ aggregates
+    # Counts and sums over a run computed by SQLite, so a report over 10,000 samples does not build
+    # hundreds of thousands of records only to count them. Each equals the same figure computed over the
+    # records the listing methods return (tests/stores/test_records_aggregates.py).
+
+    def count_checks(self, run_id: str) -> int:
+        """len(checks_for(run_id))."""
+        return int(self._select(f"SELECT COUNT(*) FROM {_RUN_LINKS}", (run_id,))[0][0])
+
+    def judge_model_ids(self, judge_id: str) -> set[str]:
+        """The models whose verdicts are stored under this judge id."""
+        rows = self._select("SELECT DISTINCT model_id FROM verdicts WHERE judge_id = ? AND model_id IS NOT NULL",
+                            (judge_id,))
+        return {str(model_id) for (model_id,) in rows}
+
+    def verdict_tallies(self, run_id: str) -> list[VerdictTally]:
+        """The verdicts of the run's checks (get_verdicts of checks_for's ids) by judge, model and status."""
+        sql = (
+            "SELECT judge_id, model_id, status, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM verdicts "
+            f"WHERE check_id IN (SELECT l.check_id FROM {_RUN_LINKS}) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        )
+        return [
+            VerdictTally(judge_id=judge_id, model_id=model_id, status=VerdictStatus(status), n_verdicts=int(n),
+                         prompt_tokens=int(prompt), completion_tokens=int(completion))
+            for judge_id, model_id, status, n, prompt, completion in self._select(sql, (run_id,))
+        ]
+
+    def count_escalated(self, run_id: str) -> int:
+        """How many of the run's reconciled records are escalated."""
+        sql = "SELECT COUNT(*) FROM reconciled WHERE run_id = ? AND escalated = 1"  # True is stored as 1
+        return int(self._select(sql, (run_id,))[0][0])
+
+    def count_pending_escalations(self, run_id: str) -> int:
+        """len(pending_escalations(run_id))."""
+        sql = (
+            "SELECT COUNT(*) FROM reconciled r WHERE r.run_id = ? AND r.escalated = 1 AND NOT EXISTS "
+            "(SELECT 1 FROM reviews v WHERE v.run_id = r.run_id AND v.check_id = r.check_id AND v.action != ?)"
+        )
+        return int(self._select(sql, (run_id, str(ReviewAction.SKIP)))[0][0])
+
+    def check_counts_by_sample(self, run_id: str) -> dict[str, SampleCheckCounts]:
+        """Per sample id (the check's own): its linked checks, escalated ones, reviewed ones."""
+        # INDEXED BY: the planner would take the primary key and read every check's row for its sample_id
+        checks = (
+            "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c INDEXED BY checks_by_id_sample_id "
+            "ON c.id = l.check_id WHERE l.run_id = ? GROUP BY c.sample_id"
+        )
+        # escalations and reviews are few: start from them, not from every link (an index each)
+        escalated = (
+            "SELECT c.sample_id, COUNT(*) FROM reconciled r CROSS JOIN run_checks l INDEXED BY run_checks_by_check "
+            "ON l.run_id = r.run_id AND l.check_id = r.check_id JOIN checks c ON c.id = l.check_id "
+            "WHERE r.run_id = ? AND r.escalated = 1 GROUP BY c.sample_id"
+        )
+        reviewed = (
+            "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c ON c.id = l.check_id "
+            "WHERE l.run_id = ? AND l.check_id IN (SELECT check_id FROM reviews WHERE run_id = ?) GROUP BY c.sample_id"
+        )
+        n_escalated = dict(self._select(escalated, (run_id,)))
+        n_reviewed = dict(self._select(reviewed, (run_id, run_id)))
+        return {
+            sample_id: SampleCheckCounts(n_checks=int(n), n_escalated=int(n_escalated.get(sample_id, 0)),
+                                         n_reviewed=int(n_reviewed.get(sample_id, 0)))
+            for sample_id, n in self._select(checks, (run_id,))
+        }
+
+    def count_diagnostics(self, run_id: str) -> int:
+        return int(self._select("SELECT COUNT(*) FROM diagnostics WHERE run_id = ?", (run_id,))[0][0])
+
+    def failed_samples(self, run_id: str) -> list[tuple[str, str | None]]:
+        """(sample id, error) of the run's failed samples, in the order get_diagnostics lists them."""
+        sql = (
+            "SELECT sample_id, json_extract(payload, '$.error') FROM diagnostics "
+            "WHERE run_id = ? AND status = ? ORDER BY rowid"
+        )
+        return [(sample_id, error) for sample_id, error in self._select(sql, (run_id, str(SampleStatus.FAILED)))]
+
+    def metric_totals(self, run_id: str) -> list[MetricTotals]:
+        """Each metric's figures over the run's diagnostics (as reading get_diagnostics gives), by name."""
+        sql = (
+            "SELECT m.value FROM diagnostics d, json_each(d.payload, '$.metrics') m "
+            "WHERE d.run_id = ? ORDER BY d.rowid, m.key"
+        )
+        values: dict[str, list[float]] = {}
+        counts: dict[str, list[int]] = {}
+        # json_each hands back each metric's stored JSON text, numbers as written: parsed here, every float
+        # is the one get_diagnostics reads, and the values keep their order for an identical mean
+        for (text,) in self._select(sql, (run_id,)):
+            metric = json.loads(text)
+            found = values.setdefault(metric["name"], [])
+            tally = counts.setdefault(metric["name"], [0, 0, 0])
+            if metric["value"] is None:
+                tally[0] += 1
+            else:
+                found.append(float(metric["value"]))
+            tally[1] += metric["n_unscored"]
+            tally[2] += metric["n_escalated"]
+        return [MetricTotals(name=name, values=tuple(values[name]), n_na=counts[name][0],
+                             n_unscored=counts[name][1], n_escalated=counts[name][2]) for name in sorted(values)]
+
+    def element_status_counts(self, run_id: str) -> dict[ElementStatus, int]:
+        """How many elements of the run's diagnostics have each status (statuses with none are left out)."""
+        sql = (
+            "SELECT json_extract(e.value, '$.status'), COUNT(*) FROM diagnostics d, "
+            "json_each(d.payload, '$.elements') e WHERE d.run_id = ? GROUP BY 1"
+        )
+        return {ElementStatus(status): int(n) for status, n in self._select(sql, (run_id,))}
+
+    # ------------------------------------------------------------------ frames
+
+    def to_frame(self, record_type: type[BaseModel], run_id: str | None = None) -> pd.DataFrame:
+        """One row per stored record of the type (of one run if given), nested fields flattened.
+
+        Checks and verdicts are global; with a run_id they are those linked to the run by `link_checks`.
+        Decompositions and the cache (`CacheEntry`) belong to no run and take no run_id.
+        """
+        if record_type is Sample:
+            rows = self._sample_rows(run_id)
+        else:
+            rows = [record.model_dump(mode="json") for record in self._frame_records(record_type, run_id)]
+        if not rows:
+            prefix = ["run_id"] if record_type is Sample else []
+            return pd.DataFrame(columns=[*prefix, *record_type.model_fields])
+        return pd.json_normalize(rows)
+
+    def _sample_rows(self, run_id: str | None) -> list[dict[str, Any]]:
+        # Samples carry no run_id; the frame says which run each row belongs to.
+        sql = "SELECT run_id, payload FROM samples"
+        params: tuple[str, ...] = ()
+        if run_id is not None:
+            sql, params = sql + " WHERE run_id = ?", (run_id,)
+        return [
+            {"run_id": run, **Sample.model_validate_json(payload).model_dump(mode="json")}
+            for run, payload in self._select(sql + " ORDER BY rowid", params)
+        ]
+
+    def _frame_records(self, record_type: type[BaseModel], run_id: str | None) -> list[BaseModel]:
+        if record_type is CacheEntry or record_type is Decomposition:
+            if run_id is not None:
+                raise ValueError(
+                    f"{record_type.__name__} rows belong to no run: call to_frame without run_id"
+                )
+            if record_type is CacheEntry:
+                rows = self._select("SELECT key, value FROM llm_cache ORDER BY rowid")
+                return [CacheEntry(key=key, value=value) for key, value in rows]
+            return list(self._listing(Decomposition, {}))
+        if record_type is Check and run_id is not None:
+            return list(self.checks_for(run_id))
+        if record_type is Verdict and run_id is not None:
+            sql = (
+                "SELECT payload FROM verdicts WHERE check_id IN "
+                "(SELECT check_id FROM run_checks WHERE run_id = ?) ORDER BY rowid"
+            )
+            return list(self._records(Verdict, sql, (run_id,)))
+        if not self._keeps(record_type):
+            raise TypeError(f"the record store keeps no {record_type.__name__} records")
+        return list(self._listing(record_type, {"run_id": run_id}))

@@ -1,0 +1,58 @@
+"""What the record store's modules share: timestamps as stored, and the typed base of its mixins.
+
+`RecordStore` (records.py) owns the connections and the tables; its read-back aggregates
+(`queries.RecordQueries`) and the LLM cache (`record_cache.RecordCache`) are mixins that reach the file
+only through the plumbing `RecordStoreBase` declares and `RecordStore` implements.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from ragcourt.schema import Check
+from ragcourt.stores.group_commit import GroupCommit, Statement
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def utc_text(moment: datetime) -> str:
+    """A fixed-width UTC timestamp, so text order is time order (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class RecordStoreBase(ABC):
+    """The plumbing of `RecordStore` that its mixins call (records.py has the implementations)."""
+
+    # Async writes go through it (stores/group_commit.py).
+    _group: GroupCommit
+
+    @abstractmethod
+    def _write(self, statements: Iterable[Statement]) -> None:
+        """Run the statements in one committed transaction."""
+
+    @abstractmethod
+    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of a query, read on the read connection."""
+
+    @abstractmethod
+    def _records(self, record_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
+        """The records whose payloads a query selects (first column)."""
+
+    @abstractmethod
+    def _listing(self, record_type: type[R], where: dict[str, Any]) -> list[R]:
+        """The stored records of a type whose columns equal `where` (None values left out), in table order."""
+
+    @abstractmethod
+    def _keeps(self, record_type: type[BaseModel]) -> bool:
+        """Whether the store has a table for this record type."""
+
+    @abstractmethod
+    def checks_for(self, run_id: str, sample_id: str | None = None) -> list[Check]:
+        """The checks linked to a run (and sample) with `link_checks`."""

@@ -1,0 +1,96 @@
+"""The built-in reference system: chromadb retrieval plus a generator, an LLM's or the extractive baseline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from ragcourt.llm.client import LLMClient
+from ragcourt.metrics.text import content_tokens, sentences
+from ragcourt.prompts.library import PromptId, load_prompt, untrusted
+from ragcourt.schema import Chunk, Condition, Sample, VerdictStatus
+from ragcourt.stores.vectors import VectorStore
+from ragcourt.systems.protocol import Generation, Generator, context_ids, render_chunks
+
+
+class GroundedAnswer(BaseModel):
+    """The answer of a generator that was shown chunks with ids ctx_0, ctx_1, ..."""
+
+    answer: str = Field(description="the answer to the question, as short as a correct answer allows")
+    used_ids: list[str] = Field(default_factory=list, description="ids (ctx_N) of the chunks the answer uses")
+    confidence: float = Field(ge=0.0, le=1.0, description="probability in [0, 1] that the answer is correct")
+
+
+@dataclass
+class LLMGenerator:
+    """Generation by a chat model with the CUE-R protocol: answer, used ids and confidence as JSON."""
+
+    client: LLMClient
+    name: str = "llm"
+
+    async def generate(self, question: str, chunks: Sequence[Chunk]) -> Generation:
+        if chunks:
+            prompt = load_prompt(PromptId.ANSWER_WITH_CONTEXT)
+            text = prompt.render(question=untrusted(question, "QUESTION"), chunks=render_chunks(chunks))
+        else:
+            prompt = load_prompt(PromptId.ANSWER_CLOSED_BOOK)
+            text = prompt.render(question=untrusted(question, "QUESTION"))
+        result = await self.client.structured_call(
+            [SystemMessage("You answer questions and report your evidence as JSON."), HumanMessage(text)],
+            GroundedAnswer,
+        )
+        if result.value is None:
+            return Generation(
+                text="", status=VerdictStatus.UNSCORED, unscored_reason=result.reason,
+                error=result.detail, raw_output=result.raw_text, usage=result.usage,
+            )
+        shown = dict(zip(context_ids(chunks), (c.id for c in chunks), strict=True))
+        used = tuple(dict.fromkeys(shown[i] for i in result.value.used_ids if i in shown))
+        return Generation(
+            text=result.value.answer, used_chunk_ids=used, confidence=result.value.confidence,
+            usage=result.usage, raw_output=result.raw_text,
+        )
+
+
+@dataclass
+class ExtractiveGenerator:
+    """No-LLM baseline: answers with the chunk sentence that shares most content words with the question.
+
+    Known limits: it never composes facts from two chunks and never abstains; its confidence is the share
+    of question words the sentence covers, not a calibrated probability. It exists so that the whole
+    pipeline runs offline in seconds, not to be compared with a real generator.
+    """
+
+    name: str = "extractive"
+
+    async def generate(self, question: str, chunks: Sequence[Chunk]) -> Generation:
+        wanted = content_tokens(question)
+        best: tuple[float, str, str] | None = None
+        for chunk in chunks:
+            for sentence in sentences(chunk.text):
+                score = len(wanted & content_tokens(sentence)) / max(len(wanted), 1)
+                if best is None or score > best[0]:
+                    best = (score, sentence, chunk.id)
+        if best is None:
+            return Generation(text="I don't know.", confidence=0.0)
+        return Generation(text=best[1], used_chunk_ids=(best[2],), confidence=round(best[0], 4))
+
+
+@dataclass
+class ReferenceRAG:
+    """The built-in reference system: chromadb retrieval plus a generator (LLM or extractive)."""
+
+    vectors: VectorStore
+    collection: str
+    generator: Generator
+    name: str = "reference-rag"
+
+    async def retrieve(self, sample: Sample, k: int, score_threshold: float | None) -> list[Chunk]:
+        return await asyncio.to_thread(self.vectors.query, self.collection, sample.question, k, score_threshold)
+
+    async def generate(self, sample: Sample, chunks: Sequence[Chunk], condition: Condition) -> Generation:
+        return await self.generator.generate(sample.question, chunks)

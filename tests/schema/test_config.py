@@ -1,0 +1,214 @@
+"""EvalConfig: defaults, YAML/TOML loading, errors that name the file and the key, overrides."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ragcourt.schema import ConditionKind
+from ragcourt.schema.config import (
+    DEFAULT_DIMENSIONS,
+    ConfigError,
+    DimensionSpec,
+    DistractorPolicy,
+    EvalConfig,
+    JudgeSpec,
+    Method,
+    ReviewMode,
+    load_config,
+    parse_config,
+)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults() -> None:
+    config = EvalConfig()
+    assert config.judges == (JudgeSpec(model="lexical"),)
+    assert config.judges[0].judge_id == "lexical"
+    assert (config.decomposer, config.answerer) == ("sentences", "extractive")
+    assert config.methods == (Method.QCARE, Method.ELEMENTS)
+    assert config.conditions == (ConditionKind.NORMAL,)
+    assert [d.name for d in config.dimensions] == ["relevance", "specificity", "completeness", "quality"]
+    assert all(d.weight == "auto" for d in DEFAULT_DIMENSIONS)
+    assert config.perturbations.kinds == () and config.perturbations.distractor is DistractorPolicy.RANDOM
+    assert (config.top_k, config.score_threshold, config.loose_k_factor) == (5, None, 2)
+    assert config.review_mode is ReviewMode.DEFERRED
+    assert (config.concurrency, config.llm_concurrency, config.timeout_s) == (8, 16, 60.0)
+    assert parse_config({}) == config
+
+
+def test_judge_id_defaults_to_the_model_string() -> None:
+    assert JudgeSpec(model="openai:gpt-4o-mini").judge_id == "openai:gpt-4o-mini"
+    assert JudgeSpec(model="openai:gpt-4o-mini", id="mini").judge_id == "mini"
+
+
+YAML_CONFIG = """\
+judges:
+  - model: lexical
+  - model: openai:gpt-4o-mini@http://127.0.0.1:8000/v1
+    id: mini
+    logprobs: true
+methods: [qcare, cube]
+conditions: [normal, closed_book, oracle]
+dimensions:
+  - name: relevance
+    weight: 2
+  - name: quality
+perturbations:
+  kinds: [remove, replace]
+  max_chunks: 2
+  distractor: best_non_gold
+top_k: 3
+review_mode: inline
+"""
+
+TOML_CONFIG = """\
+methods = ["qcare", "cube"]
+conditions = ["normal", "closed_book", "oracle"]
+top_k = 3
+review_mode = "inline"
+
+[[judges]]
+model = "lexical"
+
+[[judges]]
+model = "openai:gpt-4o-mini@http://127.0.0.1:8000/v1"
+id = "mini"
+logprobs = true
+
+[[dimensions]]
+name = "relevance"
+weight = 2
+
+[[dimensions]]
+name = "quality"
+
+[perturbations]
+kinds = ["remove", "replace"]
+max_chunks = 2
+distractor = "best_non_gold"
+"""
+
+
+@pytest.mark.parametrize(("name", "text"), [("c.yaml", YAML_CONFIG), ("c.yml", YAML_CONFIG), ("c.toml", TOML_CONFIG)])
+def test_yaml_and_toml_files_load_the_same_config(tmp_path: Path, name: str, text: str) -> None:
+    config = load_config(write(tmp_path, name, text))
+    assert [j.judge_id for j in config.judges] == ["lexical", "mini"]
+    assert config.judges[1].logprobs is True
+    assert config.methods == (Method.QCARE, Method.CUBE)
+    assert config.conditions == (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE)
+    assert config.dimensions == (DimensionSpec(name="relevance", weight=2), DimensionSpec(name="quality"))
+    assert config.perturbations.kinds == (ConditionKind.REMOVE, ConditionKind.REPLACE)
+    assert config.perturbations.max_chunks == 2
+    assert config.perturbations.distractor is DistractorPolicy.BEST_NON_GOLD
+    assert config.top_k == 3 and config.review_mode is ReviewMode.INLINE
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n"])
+def test_an_empty_yaml_file_gives_the_defaults(tmp_path: Path, text: str) -> None:
+    assert load_config(write(tmp_path, "c.yaml", text)) == EvalConfig()
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        ("top_k: 0\n", "top_k", "greater than or equal to 1"),
+        ("colour: red\n", "colour", "Extra inputs are not permitted"),
+        ("judges:\n  - model: lexical\n    temperature: 0\n", "judges.0.temperature", "Extra inputs"),
+        ("dimensions:\n  - name: relevance\n    weight: heavy\n", "dimensions.0.weight",
+         "weight must be a number or 'auto'"),
+        ("dimensions:\n  - name: relevance\n    weight: -1\n", "dimensions.0.weight", "must not be negative"),
+        ("perturbations:\n  kinds: [remove, normal]\n", "perturbations.kinds", "normal is not a perturbation"),
+        ("conditions: [closed_book, oracle]\n", "conditions", "conditions must include normal"),
+        ("conditions: [normal, loose]\n", "conditions", "loose is set through"),
+        ("methods: [qcare, magic]\n", "methods.1", "Input should be"),
+        ("loose_coverage_threshold: 1.5\n", "loose_coverage_threshold", "less than or equal to 1"),
+    ],
+)
+def test_errors_name_the_file_and_the_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
+    path = write(tmp_path, "bad.yaml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: invalid configuration")
+    assert f"key '{key}'" in message
+    assert problem in message
+
+
+def test_toml_errors_name_the_key_too(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.toml", "[perturbations]\nkinds = ['normal']\n")
+    with pytest.raises(ConfigError, match=r"key 'perturbations\.kinds': .*normal is not a perturbation"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("text", ["- top_k: 3\n", "just a string\n", "42\n", "[]\n", "false\n"])
+def test_a_non_mapping_top_level_is_refused(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, "list.yaml", text)
+    with pytest.raises(ConfigError, match="the top level must be a mapping of keys") as caught:
+        load_config(path)
+    assert str(caught.value).startswith(str(path))
+
+
+def test_invalid_yaml_syntax(tmp_path: Path) -> None:
+    path = write(tmp_path, "broken.yaml", "top_k: [3\n")
+    with pytest.raises(ConfigError, match="not valid YAML") as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: ")
+
+
+def test_invalid_toml_syntax(tmp_path: Path) -> None:
+    path = write(tmp_path, "broken.toml", "top_k = = 3\n")
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: not valid TOML"):
+        load_config(path)
+
+
+def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown config format"):
+        load_config(write(tmp_path, "c.json", "{}"))
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_with_overrides_returns_a_validated_copy() -> None:
+    base = EvalConfig()
+    changed = base.with_overrides(top_k=3, judges=[{"model": "lexical"}, {"model": "semantic"}])
+    assert changed.top_k == 3 and [j.model for j in changed.judges] == ["lexical", "semantic"]
+    assert base.top_k == 5 and len(base.judges) == 1  # the original is untouched
+    assert changed.dimensions == base.dimensions
+
+
+def test_with_overrides_names_the_bad_key() -> None:
+    with pytest.raises(ConfigError, match=r"overrides: invalid configuration\n  key 'top_k'"):
+        EvalConfig().with_overrides(top_k=0)
+    with pytest.raises(ConfigError, match="key 'conditions': .*must include normal"):
+        EvalConfig().with_overrides(conditions=[ConditionKind.ORACLE])
+
+
+def test_cube_brings_its_bound_conditions() -> None:
+    config = parse_config({"methods": ["cube"]})
+    assert config.conditions == (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE)
+    assert config.perturbations.kinds == ()
+
+
+def test_cuer_brings_perturbations_and_the_closed_book_control() -> None:
+    config = parse_config({"methods": ["cuer"]})
+    assert config.conditions == (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK)
+    assert config.perturbations.kinds == (ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE)
+    chosen = parse_config({"methods": ["cuer", "cube"], "perturbations": {"kinds": ["remove"], "seed": 3}})
+    assert chosen.perturbations.kinds == (ConditionKind.REMOVE,) and chosen.perturbations.seed == 3
+    assert chosen.conditions == (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE)
+
+
+def test_a_custom_dimension_needs_a_rubric(tmp_path: Path) -> None:
+    path = write(tmp_path, "dims.yaml", "dimensions:\n  - name: relevance\n  - name: humour\n")
+    with pytest.raises(ConfigError, match=r"key 'dimensions\.1': .*dimension 'humour' needs a rubric"):
+        load_config(path)
+    config = parse_config({"dimensions": [{"name": "humour", "rubric": "Is it funny?", "weight": 0.5}]})
+    assert config.dimensions == (DimensionSpec(name="humour", rubric="Is it funny?", weight=0.5),)
