@@ -1,6 +1,11 @@
 """CuBE (seed 000, Table 4) tables read from the store: the scores, gold ranks and counts behind them
 (`cube_inputs`), Table 4 and its bounds, counts and retrieved-only analysis, each n/a figure with its reason.
 
+Ranks and R@k count one list, the chunks the system returned in the normal retrieval (what its generator was
+shown): a gold document's rank is its position there, and the run's TOP-N (the seed's retrieval depth, the N of
+its rank score ``N + 2 - rank``) is the config's top_k, or the longest such list when the system returned more
+(precomputed contexts are taken whole). Every rank thus lies in 1..TOP-N and R@k is R@TOP-N.
+
 Each function says why a table cannot be made (missing answer sets, no dimension-score checks) instead of
 guessing.
 """
@@ -8,24 +13,30 @@ guessing.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import pandas as pd
 
 from ragcourt.analysis.na_notes import NaNotes, NotedFrame
+from ragcourt.data.human_scores import HumanScores
 from ragcourt.metrics.cube import (
     AnswerSet,
+    CubeReading,
     CubeReport,
+    HumanCube,
+    ReadingFigures,
+    ReadingSpread,
     Spread,
     cube_report,
+    human_cube,
     is_retrieved,
     rank_score,
     recall_at_k,
     retrieved_only_analysis,
 )
-from ragcourt.schema import NORMAL, CheckKind, ConditionKind, MetricValue, Sample
+from ragcourt.schema import NORMAL, CheckKind, Chunk, ConditionKind, MetricValue, Sample
 from ragcourt.schema.config import NO_LLM_MODELS, EvalConfig
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
@@ -39,13 +50,19 @@ class Unavailable:
     reason: str
 
 
-def gold_rank(sample: Sample, chunks: tuple) -> int:
-    """1-based rank of the first gold document in the normal retrieval, 0 when none was retrieved."""
+def gold_rank(sample: Sample, chunks: Sequence[Chunk]) -> int:
+    """1-based position of the first gold document among the chunks of the normal retrieval, 0 when none was
+    retrieved. The position, not a chunk's own rank field: ranks and TOP-N count the same list."""
     gold_ids = {d.id for d in sample.gold_documents}
     for position, chunk in enumerate(chunks, start=1):
         if chunk.id in gold_ids or (chunk.title is not None and chunk.title in sample.gold_titles):
-            return chunk.rank or position  # an unranked chunk is ranked by where it was retrieved
+            return position
     return 0
+
+
+def run_top_n(top_k: int, retrievals: Iterable[Sequence[Chunk]]) -> int:
+    """The run's TOP-N: the config's top_k, or the most chunks a normal retrieval returned when more."""
+    return max([top_k, *(len(chunks) for chunks in retrievals)])
 
 
 @dataclass(frozen=True)
@@ -96,12 +113,19 @@ class CubeCounts:
 @dataclass(frozen=True)
 class CubeInputs:
     """What CuBE aggregates, read from the store: per judge, answer set and dimension the per-sample
-    scores (None = unscored or missing), aligned with the samples' gold ranks in the normal retrieval;
-    and the counts of the checks and verdicts behind them."""
+    scores (None = unscored or missing), aligned with the samples' gold ranks in the normal retrieval (0: not
+    retrieved) and the run's TOP-N (`run_top_n`); and the counts of the checks and verdicts behind them."""
 
     scores: dict[str, dict[AnswerSet, dict[str, list[float | None]]]]
     ranks: list[int]
+    top_n: int
     counts: CubeCounts
+    sample_ids: list[str]
+
+    @property
+    def retrieved(self) -> list[bool]:
+        """Per sample: was its gold document retrieved (the cases seed 000's reading averages)."""
+        return [is_retrieved(r) for r in self.ranks]
 
 
 def _why_no_bound(store: RecordStore, run_id: str, kind: ConditionKind, samples: Sequence[Sample]) -> str:
@@ -122,6 +146,7 @@ def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInpu
             return Unavailable(f"no {kind} answers: the CuBE bounds are missing ({_why_no_bound(store, run_id, kind, samples)})")
     normal = {r.sample_id: r for r in store.get_retrievals(run_id) if r.condition == NORMAL}
     ranks = [gold_rank(s, normal[s.id].chunks) if s.id in normal else 0 for s in samples]
+    top_n = run_top_n(config.top_k, (r.chunks for r in normal.values()))
     checks = [c for c in store.checks_for(run_id) if c.kind is CheckKind.DIMENSION_SCORE]
     if not checks:
         return Unavailable("the run has no dimension-score checks (run with --method cube)")
@@ -152,7 +177,18 @@ def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInpu
         verdicts={key: (sum(found.values()), sum(not s for s in found.values())) for key, found in placed.items()},
         checks={key: (n, e) for key, (n, e) in per_cell.items()},
     )
-    return CubeInputs(scores={judge: scores[judge] for judge in ordered}, ranks=ranks, counts=counts)
+    return CubeInputs(scores={judge: scores[judge] for judge in ordered}, ranks=ranks, top_n=top_n, counts=counts,
+                      sample_ids=[s.id for s in samples])
+
+
+def top_n_note(inputs: CubeInputs, top_k: int) -> str:
+    """What k is in this run's R@k and rank score."""
+    if inputs.top_n == top_k:
+        return (f"k = TOP-N = top_k {top_k}: ranks are positions in the normal retrieval; rank score = "
+                f"{top_k + 2} - rank")
+    return (f"k = TOP-N {inputs.top_n}: the system returned up to {inputs.top_n} chunks, more than top_k {top_k} "
+            f"(precomputed contexts are taken whole), so ranks 1..{inputs.top_n} count as retrieved; rank score = "
+            f"{inputs.top_n + 2} - rank")
 
 
 def fixed_weights(config: EvalConfig) -> bool:
@@ -161,32 +197,50 @@ def fixed_weights(config: EvalConfig) -> bool:
 
 
 def cube_of_inputs(inputs: CubeInputs, config: EvalConfig) -> CubeReport:
-    """Table 4 of what `cube_inputs` read: fixed weights from the config, else automatic ones from the rank score."""
+    """Table 4 of what `cube_inputs` read: fixed weights from the config, else automatic ones from the rank score
+    (on the run's TOP-N); seed 000's reading of the RAG set (the retrieved cases) by default, every sample beside."""
     fixed = fixed_weights(config)
     weights = {j: {d.name: float(d.weight) for d in config.dimensions} for j in inputs.scores} if fixed else None
     return cube_report(
         inputs.scores, recall_at_k(inputs.ranks), weights=weights,
-        rank_scores=None if fixed else [rank_score(r, config.top_k) for r in inputs.ranks],
-        proportion=config.trim_proportion,
+        rank_scores=None if fixed else [rank_score(r, inputs.top_n) for r in inputs.ranks],
+        proportion=config.trim_proportion, retrieved=inputs.retrieved,
     )
 
 
-def _same_rank_note(ranks: Sequence[int] | None, top_k: int | None) -> str:
+def figure(name: str, report: CubeReport, reading: CubeReading) -> str:
+    """The column of a reading's figure ("wgt_score", "cube_score"): the default reading's bare, another's
+    suffixed with it ("cube_score_all")."""
+    return name if reading is report.reading else f"{name}_{reading}"
+
+
+def reading_legend(report: CubeReport) -> str:
+    """Which reading the unsuffixed columns are, and what the suffixed ones are."""
+    shown = {CubeReading.RETRIEVED: "the RAG set averaged over the retrieved cases, the samples whose gold document "
+             "was retrieved (seed 000's reading: 'performance on successfully retrieved cases' x R@k; the default)",
+             CubeReading.ALL: "the RAG set averaged over every sample (a miss lowers the mean and again R@k)"}
+    parts = [f"the dimensions, wgt_score and cube_score: {shown[report.reading]}"]
+    parts += [f"*_{reading}: {shown[reading]}" for reading in report.reading_order[1:]]
+    return "; ".join(parts) + "; the bounds (closed book, oracle) average every sample in each reading"
+
+
+def _same_rank_note(ranks: Sequence[int] | None, top_n: int | None) -> str:
     """When every sample's gold document sits at the same rank, what that makes the rank score."""
-    if not ranks or top_k is None or len(set(ranks)) != 1:
+    if not ranks or top_n is None or len(set(ranks)) != 1:
         return ""
     rank = ranks[0]
-    where = f"at rank {rank} of top_k {top_k}" if is_retrieved(rank) else f"not retrieved (top_k {top_k})"
-    return (f" In this run every sample's gold document was {where}: the rank score is {rank_score(rank, top_k)} "
+    where = f"at rank {rank} of TOP-N {top_n}" if is_retrieved(rank) else f"not retrieved (TOP-N {top_n})"
+    return (f" In this run every sample's gold document was {where}: the rank score is {rank_score(rank, top_n)} "
             f"for all {len(ranks)} samples, so nothing can correlate with it.")
 
 
-def cube_reasons(report: CubeReport, ranks: Sequence[int] | None = None, top_k: int | None = None
+def cube_reasons(report: CubeReport, ranks: Sequence[int] | None = None, top_n: int | None = None
                  ) -> dict[str, dict[str, str]]:
     """Judge -> figure -> why it is n/a, for every n/a figure of a judge's row of Table 4 (its dimensions,
-    wgt_score, cube_score) and of its weighted totals ("weighted_total <answer set>"). Figures that are n/a
-    for the same cause (missing weights: the Wgt. Score, the CuBE score and every weighted total) share one
-    reason. ranks and top_k (the run's) name the rank score of the run when it is the same for every sample."""
+    each reading's wgt_score and cube_score, named by `figure`) and of its weighted totals ("weighted_total
+    <answer set>"). Figures that are n/a for the same cause (missing weights: the Wgt. Scores, the CuBE scores
+    and every weighted total) share one reason. ranks and top_n (the run's, CubeInputs) name the rank score of
+    the run when it is the same for every sample."""
     out: dict[str, dict[str, str]] = {}
     for judge in report.judges:
         reasons: dict[str, str] = {}
@@ -196,17 +250,21 @@ def cube_reasons(report: CubeReport, ranks: Sequence[int] | None = None, top_k: 
         if judge.weights.weights is None:
             weights = f"the dimension weights are n/a: {judge.weights.na_reason}."
             if judge.weights.correlations:
-                weights += _same_rank_note(ranks, top_k)
-            reasons.update({"wgt_score": weights, "cube_score": weights})
+                weights += _same_rank_note(ranks, top_n)
+            reasons.update({figure(name, report, reading): weights for reading in report.reading_order
+                            for name in ("wgt_score", "cube_score")})
             reasons.update({f"weighted_total {answer_set}": weights for answer_set in AnswerSet})
         else:
             for answer_set, total in judge.weighted_totals.items():
                 if total.value is None:
                     reasons[f"weighted_total {answer_set}"] = str(total.na_reason)
-            if judge.weighted_score.value is None:
-                reasons["wgt_score"] = reasons["cube_score"] = f"Wgt. Score n/a: {judge.weighted_score.na_reason}"
-            elif judge.cube_score.value is None:
-                reasons["cube_score"] = str(judge.cube_score.na_reason)
+            for reading in report.reading_order:
+                scores = judge.readings[reading]
+                wgt, cube = figure("wgt_score", report, reading), figure("cube_score", report, reading)
+                if scores.weighted_score.value is None:
+                    reasons[wgt] = reasons[cube] = f"Wgt. Score n/a: {scores.weighted_score.na_reason}"
+                elif scores.cube_score.value is None:
+                    reasons[cube] = str(scores.cube_score.na_reason)
         out[judge.judge] = reasons
     return out
 
@@ -225,10 +283,12 @@ def _spread_reason(spread: Spread, figure: str) -> str | None:
 
 def cube_spread_reasons(report: CubeReport) -> dict[str, str]:
     """Figure -> why the mean or the sd of the "mean ± sd" row across judges is n/a."""
-    spreads = {**report.dimension_spread, "wgt_score": report.weighted_score_spread,
-               "cube_score": report.cube_score_spread}
-    reasons = {figure: _spread_reason(spread, figure) for figure, spread in spreads.items()}
-    return {figure: reason for figure, reason in reasons.items() if reason is not None}
+    spreads: dict[str, Spread] = {**report.dimension_spread}
+    for reading in report.reading_order:
+        spreads[figure("wgt_score", report, reading)] = report.spreads[reading].weighted_score
+        spreads[figure("cube_score", report, reading)] = report.spreads[reading].cube_score
+    reasons = {name: _spread_reason(spread, name) for name, spread in spreads.items()}
+    return {name: reason for name, reason in reasons.items() if reason is not None}
 
 
 def cube_r_at_k_reason(report: CubeReport) -> str | None:
@@ -238,12 +298,12 @@ def cube_r_at_k_reason(report: CubeReport) -> str | None:
 
 
 def cube_noted_frame(report: CubeReport, counts: CubeCounts | None = None, notes: NaNotes | None = None, *,
-                     ranks: Sequence[int] | None = None, top_k: int | None = None,
+                     ranks: Sequence[int] | None = None, top_n: int | None = None,
                      spread: bool = False) -> NotedFrame:
     """`cube_frame` (spread: `cube_frame_with_spread`) with the reason of every n/a cell in notes."""
     notes = NaNotes() if notes is None else notes
     frame = cube_frame_with_spread(report) if spread else cube_frame(report, counts)
-    reasons = cube_reasons(report, ranks, top_k)
+    reasons = cube_reasons(report, ranks, top_n)
     cells = [{figure: notes.ref(text, judge.judge, figure) for figure, text in reasons[judge.judge].items()
               if figure in frame.columns} for judge in report.judges]
     if spread:
@@ -253,10 +313,10 @@ def cube_noted_frame(report: CubeReport, counts: CubeCounts | None = None, notes
 
 
 def cube_bounds_noted_frame(report: CubeReport, counts: CubeCounts, notes: NaNotes | None = None, *,
-                            ranks: Sequence[int] | None = None, top_k: int | None = None) -> NotedFrame:
+                            ranks: Sequence[int] | None = None, top_n: int | None = None) -> NotedFrame:
     """`cube_bounds_frame` with the reason of every n/a weighted total in notes."""
     notes = NaNotes() if notes is None else notes
-    reasons = cube_reasons(report, ranks, top_k)
+    reasons = cube_reasons(report, ranks, top_n)
     cells = []
     for judge in report.judges:
         for answer_set in AnswerSet:
@@ -286,16 +346,16 @@ def _correlation_reason(value: MetricValue, scores: Sequence[float | None], rank
     return f"{value.na_reason}{among}; {todo}"
 
 
-def cube_retrieved_only_noted(inputs: CubeInputs, top_k: int, notes: NaNotes | None = None) -> NotedFrame:
-    """Seed 000, 5.3 per judge and dimension: correlation of the RAG scores with the rank score (top_k + 2 - rank
+def cube_retrieved_only_noted(inputs: CubeInputs, notes: NaNotes | None = None) -> NotedFrame:
+    """Seed 000, 5.3 per judge and dimension: correlation of the RAG scores with the rank score (TOP-N + 2 - rank
     of the gold document, 0 when not retrieved) on all samples and on the samples whose gold document was
     retrieved, and the mean and sd of the retrieved ones; every n/a cell with its reason in notes."""
     notes = NaNotes() if notes is None else notes
-    rank_scores = [rank_score(r, top_k) for r in inputs.ranks]
+    rank_scores = [rank_score(r, inputs.top_n) for r in inputs.ranks]
     retrieved = [i for i, r in enumerate(inputs.ranks) if is_retrieved(r)]
     rows, cells = [], []
     for judge, per_set in inputs.scores.items():
-        analysis = retrieved_only_analysis(per_set[AnswerSet.RAG], inputs.ranks, top_k)
+        analysis = retrieved_only_analysis(per_set[AnswerSet.RAG], inputs.ranks, inputs.top_n)
         for dimension, split in analysis.items():
             rows.append({"judge": judge, "dimension": dimension, "r_all": split.correlation_all.value,
                          "r_retrieved": split.correlation_retrieved.value, "mean_retrieved": split.mean_retrieved,
@@ -350,13 +410,17 @@ def _count_row(count: CubeCount) -> dict[str, int]:
 
 
 def cube_frame(report: CubeReport, counts: CubeCounts | None = None) -> pd.DataFrame:
-    """Table 4 of seed 000: per judge the normalized dimensions, Wgt. Score and CuBE score; with counts, the
-    judge's verdicts behind them (every answer set and dimension) and the checks (shared by the judges)."""
+    """Table 4 of seed 000: per judge the normalized dimensions, Wgt. Score and CuBE score of the default reading,
+    then each other reading's Wgt. Score and CuBE score (`figure`, `reading_legend`); with counts, the judge's
+    verdicts behind them (every answer set and dimension) and the checks (shared by the judges)."""
     rows = []
     for judge in report.judges:
         row: dict[str, object] = {"judge": judge.judge}
         row.update({d: m.value for d, m in judge.normalized_dimensions.items()})
-        row.update({"wgt_score": judge.weighted_score.value, "cube_score": judge.cube_score.value})
+        for reading in report.reading_order:
+            scores = judge.readings[reading]
+            row.update({figure("wgt_score", report, reading): scores.weighted_score.value,
+                        figure("cube_score", report, reading): scores.cube_score.value})
         if counts is not None:
             row.update(_count_row(counts.count(judge=judge.judge)))
         rows.append(row)
@@ -394,7 +458,103 @@ def cube_frame_with_spread(report: CubeReport) -> pd.DataFrame:
     """`cube_frame` plus seed 000's "Mean ± SD" row across judges (sample sd; n/a below two judges)."""
     spread_row = {"judge": "mean ± sd"}
     spread_row.update({d: _mean_sd(s) for d, s in report.dimension_spread.items()})
-    spread_row.update({"wgt_score": _mean_sd(report.weighted_score_spread),
-                       "cube_score": _mean_sd(report.cube_score_spread)})
+    for reading in report.reading_order:
+        spread_row.update({figure("wgt_score", report, reading): _mean_sd(report.spreads[reading].weighted_score),
+                           figure("cube_score", report, reading): _mean_sd(report.spreads[reading].cube_score)})
     frame = cube_frame(report).astype(object)
     return pd.concat([frame, pd.DataFrame([spread_row])], ignore_index=True)
+
+
+# --------------------------------------------------------------------------- human ratings (Table 5)
+
+HUMAN_NOTE = ("human ratings (seed 000, 5.6 and Table 5): people's 0-10 ratings of the RAG answers, trimmed like "
+              "the judges' scores, placed between each judge's closed-book and oracle bounds with that judge's "
+              "weights and x R@k; 'human @ j' uses judge j's bounds, 'human: mean ± sd' is the spread across the "
+              "judges' bounds, 'judges: mean ± sd' is Table 4's. The seed does not say what its human row's sd is "
+              "(it is not the spread of one human mean across its four judges' bounds): here it is that spread")
+
+
+def check_rated_samples(human: HumanScores, sample_ids: Sequence[str]) -> None:
+    """Raise ValueError naming the rated sample ids the run does not have (a ratings file of another run)."""
+    unknown = sorted(set(human) - set(sample_ids))
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise ValueError(f"{len(unknown)} rated sample(s) are not in this run: {shown}")
+
+
+def human_ratings(inputs: CubeInputs, human: HumanScores) -> dict[str, list[float | None]]:
+    """Dimension -> per-sample human rating aligned with `inputs` (None: not rated); `check_rated_samples`
+    first."""
+    check_rated_samples(human, inputs.sample_ids)
+    dimensions = sorted({d for ratings in human.values() for d in ratings})
+    return {d: [human.get(sample, {}).get(d) for sample in inputs.sample_ids] for d in dimensions}
+
+
+def cube_human(inputs: CubeInputs, report: CubeReport, human: HumanScores, config: EvalConfig) -> HumanCube:
+    """Table 5's human row of this run's CuBE report (`human_ratings` raises on unknown sample ids)."""
+    return human_cube(report, human_ratings(inputs, human), config.trim_proportion, inputs.retrieved)
+
+
+def _figures_row(label: str, report: CubeReport, readings: dict[CubeReading, ReadingFigures]) -> dict[str, object]:
+    row: dict[str, object] = {"judge": label}
+    row.update({d: m.value for d, m in readings[report.reading].normalized_dimensions.items()})
+    for reading in report.reading_order:
+        row.update({figure("wgt_score", report, reading): readings[reading].weighted_score.value,
+                    figure("cube_score", report, reading): readings[reading].cube_score.value})
+    return row
+
+
+def _figures_reasons(report: CubeReport, readings: dict[CubeReading, ReadingFigures]) -> dict[str, str]:
+    reasons = {d: str(m.na_reason) for d, m in readings[report.reading].normalized_dimensions.items()
+               if m.value is None}
+    for reading in report.reading_order:
+        for name, value in (("wgt_score", readings[reading].weighted_score),
+                            ("cube_score", readings[reading].cube_score)):
+            if value.value is None:
+                reasons[figure(name, report, reading)] = str(value.na_reason)
+    return reasons
+
+
+def _spread_row(label: str, report: CubeReport, spreads: Mapping[CubeReading, ReadingSpread]) -> dict[str, object]:
+    row: dict[str, object] = {"judge": label}
+    row.update({d: _mean_sd(s) for d, s in spreads[report.reading].dimensions.items()})
+    for reading in report.reading_order:
+        row.update({figure("wgt_score", report, reading): _mean_sd(spreads[reading].weighted_score),
+                    figure("cube_score", report, reading): _mean_sd(spreads[reading].cube_score)})
+    return row
+
+
+def cube_human_noted(human: HumanCube, report: CubeReport, n_samples: int, notes: NaNotes | None = None
+                     ) -> NotedFrame:
+    """Table 5 of seed 000: per judge the human ratings between that judge's bounds ("human @ j"), their mean ±
+    sd across the judges, and Table 4's row across the judges beside it; every n/a cell with its reason. Column
+    samples: the rated samples (human rows), the run's `n_samples` (the judges' row)."""
+    notes = NaNotes() if notes is None else notes
+    rows, cells = [], []
+    for judge, readings in human.judges.items():
+        label = f"human @ {judge}"
+        rows.append(_figures_row(label, report, readings))
+        cells.append({name: notes.ref(text, label, name) for name, text in _figures_reasons(report, readings).items()})
+    for label, spreads in (("human: mean ± sd", human.spreads), ("judges: mean ± sd", report.spreads)):
+        rows.append(_spread_row(label, report, spreads))
+        reasons = {}
+        for name in rows[-1]:
+            spread_ = _named_spread(report, spreads, name)
+            if spread_ is not None and (reason := _spread_reason(spread_, name)) is not None:
+                reasons[name] = reason
+        cells.append({name: notes.ref(text, label, name) for name, text in reasons.items()})
+    frame = pd.DataFrame(rows).astype(object)
+    frame["samples"] = [human.n_rated] * (len(human.judges) + 1) + [n_samples]
+    return NotedFrame(frame, tuple(cells), notes)
+
+
+def _named_spread(report: CubeReport, spreads: Mapping[CubeReading, ReadingSpread], name: str) -> Spread | None:
+    """The spread behind a column of a "mean ± sd" row (None for the label column)."""
+    if name in spreads[report.reading].dimensions:
+        return spreads[report.reading].dimensions[name]
+    for reading in report.reading_order:
+        if name == figure("wgt_score", report, reading):
+            return spreads[reading].weighted_score
+        if name == figure("cube_score", report, reading):
+            return spreads[reading].cube_score
+    return None

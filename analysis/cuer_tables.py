@@ -1,5 +1,6 @@
 """CUE-R (seed 004) tables read from a run: per-chunk utility (the mean change when a chunk is removed, replaced or
-duplicated), the perturbed answers behind it, and the closed-book control.
+duplicated), grounding, confidence error and trace divergence per condition with the sources of the traces and
+confidences behind them, the perturbed answers behind it all, and the closed-book control.
 
 Each figure says why it is missing (no perturbations, closed book not run or not answered) instead of guessing.
 """
@@ -16,10 +17,12 @@ from ragcourt.schema import (
     Answer,
     Condition,
     ConditionKind,
+    ConfidenceSource,
     PerturbationEffect,
     Retrieval,
     Sample,
     SampleDiagnostics,
+    TraceSource,
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
@@ -161,8 +164,15 @@ def cuer_closed_book(samples: Sequence[Sample], answers: Sequence[Answer], retri
 
     def outcome(answer: Answer, sample: Sample) -> cuer.Outcome:
         text = answer.text if answer.status is VerdictStatus.OK else None
-        return cuer.Outcome.score(answer.condition, text, sample.gold_answers, answer.confidence,
-                                  answer.used_chunk_ids if text is not None else None)
+        # Shown nothing, the closed-book answer used nothing. A normal answer without a reported trace has a
+        # judged one only in the scorer (from the claim-chunk checks): here it is unknown, its divergence n/a.
+        source, used = answer.trace_source, answer.used_chunk_ids if text is not None else None
+        if answer.condition.kind is ConditionKind.CLOSED_BOOK and source is TraceSource.NONE:
+            source = TraceSource.JUDGED
+        elif source is TraceSource.NONE:
+            used = None
+        return cuer.Outcome.score(answer.condition, text, sample.gold_answers, answer.confidence, used,
+                                  trace_source=source, confidence_source=answer.confidence_source)
 
     pairs = [(s, outcome(by_key[(s.id, ConditionKind.NORMAL)], s), outcome(by_key[(s.id, ConditionKind.CLOSED_BOOK)], s))
              for s in paired]
@@ -228,3 +238,57 @@ def _cuer_means(frame: pd.DataFrame, failed: bool) -> pd.DataFrame:
     if failed:
         table["failed"] = grouped["failed"].sum().astype(int)
     return table.reset_index()
+
+
+CUER_CONDITION_VALUES = ("grounding", "d_grounding", "trace_divergence", "confidence_error", "d_confidence_error")
+NORMAL_ROW = ("normal", "none perturbed")
+
+
+def _sources(values: pd.Series) -> str:
+    """The trace or confidence sources of a group's rows, e.g. "judged" or "judged, reported"."""
+    return ", ".join(sorted({str(v) for v in values}))
+
+
+def cuer_condition_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
+    """Grounding, confidence error and trace divergence per condition (seed 004 computes them for every
+    condition, not only the normal one): a first row "normal / none perturbed" with the normal answers' mean
+    grounding and confidence error, then per perturbation kind and chunk gold status the perturbed answers'
+    means and their change against the normal answer. `trace` and `confidence` name the sources behind the
+    rows (reported by the system, judged from the claim-chunk checks, probed, none); n_<value> counts the
+    rows with that value (each mean is over them); trace_unscored / trace_escalated sum the claim-chunk checks
+    behind the rows' judged traces left undecided (unscored, or judges split: the trace is then unknown) or
+    escalated."""
+    normal = [_normal_row(d) for d in diagnostics if d.perturbations]
+    rows = [{"perturbation": str(p.condition.kind), "chunk": _CHUNK_NAMES.get(p.chunk_is_gold, "unknown"),
+             "trace": str(p.trace_source), "confidence": str(p.confidence_source or ConfidenceSource.NONE),
+             "grounding": p.grounding, "d_grounding": p.d_grounding, "trace_divergence": p.trace_divergence,
+             "confidence_error": p.confidence_error, "d_confidence_error": p.d_confidence_error,
+             "trace_unscored": p.trace_unscored, "trace_escalated": p.trace_escalated}
+            for d in diagnostics for p in d.perturbations]
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame([*normal, *rows])
+    frame[list(CUER_CONDITION_VALUES)] = frame[list(CUER_CONDITION_VALUES)].astype(float)  # None -> NaN
+    grouped = frame.groupby(["perturbation", "chunk"], sort=False)
+    table = grouped[list(CUER_CONDITION_VALUES)].mean()
+    table.insert(0, "confidence", grouped["confidence"].agg(_sources))
+    table.insert(0, "trace", grouped["trace"].agg(_sources))
+    table["rows"] = grouped.size()
+    counted = grouped[list(CUER_CONDITION_VALUES)].count()
+    for column in CUER_CONDITION_VALUES:
+        table[f"n_{column}"] = counted[column]
+    table["trace_unscored"] = grouped["trace_unscored"].sum().astype(int)
+    table["trace_escalated"] = grouped["trace_escalated"].sum().astype(int)
+    return table.reset_index()
+
+
+def _normal_row(diagnostics: SampleDiagnostics) -> dict[str, object]:
+    """The normal answer's grounding and confidence error (per-sample metrics), for the first row."""
+    grounding, error = diagnostics.metric("grounding_score"), diagnostics.metric("confidence_error")
+    return {"perturbation": NORMAL_ROW[0], "chunk": NORMAL_ROW[1],
+            "trace": str(diagnostics.trace_source or TraceSource.NONE),
+            "confidence": str(diagnostics.confidence_source or ConfidenceSource.NONE),
+            "grounding": None if grounding is None else grounding.value, "d_grounding": None,
+            "trace_divergence": None, "confidence_error": None if error is None else error.value,
+            "d_confidence_error": None, "trace_unscored": 0 if grounding is None else grounding.n_unscored,
+            "trace_escalated": 0 if grounding is None else grounding.n_escalated}

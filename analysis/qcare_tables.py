@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from ragcourt.metrics.elements import status_shares
+from ragcourt.metrics.elements import split_attribution, status_shares
 from ragcourt.metrics.values import MetricKey, MetricName, NaCause
-from ragcourt.schema import ElementOutcome, ElementStatus, SampleDiagnostics, SampleStatus
+from ragcourt.schema import ElementOutcome, ElementStatus, ElementVerdict, SampleDiagnostics, SampleStatus
 
 QCARE_METRICS = (
     MetricName.C_PRECISION, MetricName.C_NDCG, MetricName.COMPLETENESS, MetricName.CONCISENESS,
@@ -43,6 +43,13 @@ UNDECIDED_NO_SHARE = (
 )
 
 
+SPLIT_SHARED_OUT = (
+    "the judges split evenly on a verdict these elements need: each is shared out over the statuses above "
+    "(seed 003 averages the two judges; e.g. split on 'in the answer', found in the context: half answered, "
+    "half generation_gap), so it has no share of its own; its checks await review"
+)
+
+
 RETRIEVAL_UNKNOWN = ("missing from the answer, and the system's retrieval is unknown (precomputed answers "
                      "without contexts), so a retrieval gap cannot be told from a generation gap")
 
@@ -55,9 +62,10 @@ def undecided_reason(outcome: ElementOutcome, sample: SampleDiagnostics | None =
     """
     if outcome.status is not ElementStatus.UNDECIDED:
         return None
-    if outcome.in_answer is None:
+    # a verdict the judges split on is decided (0.5): the missing one is further down
+    if outcome.in_answer is None and ElementVerdict.IN_ANSWER not in outcome.split:
         return NO_ANSWER_VERDICT
-    if outcome.in_context is None:
+    if outcome.in_context is None and ElementVerdict.IN_CONTEXT not in outcome.split:
         coverage = sample.metric(MetricName.ELEMENT_COVERAGE.value) if sample is not None else None
         if NaCause.UNKNOWN_CHUNKS.explains(coverage):
             return RETRIEVAL_UNKNOWN
@@ -96,22 +104,27 @@ def qcare_sample_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame
 
 def element_status_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
     """One row per element: sample_id, element_id, index in the sample, text, the three verdicts
-    (True / False / None), status and undecided_reason."""
+    (True / False / None), judges_split (the verdicts the judges split on, comma-separated; None when none),
+    status and undecided_reason."""
     rows = [
         {"sample_id": d.sample_id, "element_id": e.element_id, "position": position, "text": e.text,
          "in_context": e.in_context, "in_loose_context": e.in_loose_context, "in_answer": e.in_answer,
+         "judges_split": ", ".join(e.split) or None,
          "status": str(e.status), "undecided_reason": undecided_reason(e, d)}
         for d in diagnostics for position, e in enumerate(d.elements)
     ]
     columns = ["sample_id", "element_id", "position", "text", "in_context", "in_loose_context", "in_answer",
-               "status", "undecided_reason"]
+               "judges_split", "status", "undecided_reason"]
     return pd.DataFrame(rows, columns=columns, dtype=object)
 
 
 def gap_share_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
-    """One row per status: count; share of decided elements; gap_share (of decided elements missing from
-    the answer, gap statuses only); na_reason. `undecided` has a count and no share."""
-    shares = status_shares(e.status for d in diagnostics for e in d.elements)
+    """One row per status: count (elements with that status); share (its weight over the decided elements);
+    gap_share (its weight over the gaps' total weight, gap statuses only); na_reason. A status's weight is its
+    count plus the fractions of the judges_split elements shared out to it (`attrs["weights"]`; the count when
+    no judges split). `judges_split` and `undecided` have a count and no share."""
+    elements = [e for d in diagnostics for e in d.elements]
+    shares = status_shares((e.status for e in elements), split_attribution(elements))
     rows = []
     for status in ElementStatus:
         share = shares.shares.get(status)
@@ -122,10 +135,12 @@ def gap_share_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
             "share": None if share is None else share.value,
             "gap_share": None if gap is None else gap.value,
             "na_reason": UNDECIDED_NO_SHARE if status is ElementStatus.UNDECIDED
+            else SPLIT_SHARED_OUT if status is ElementStatus.JUDGES_SPLIT
             else ("; ".join(dict.fromkeys(reasons)) or None),
         })
     frame = pd.DataFrame(rows, columns=["status", "count", "share", "gap_share", "na_reason"], dtype=object)
-    frame.attrs.update(n_decided=shares.n_decided, n_undecided=shares.n_undecided)
+    frame.attrs.update(n_decided=shares.n_decided, n_undecided=shares.n_undecided, n_split=shares.n_split,
+                       weights={str(status): weight for status, weight in shares.weights.items()})
     return frame
 
 
@@ -161,7 +176,8 @@ def element_diagnosis_lines(diagnostics: Sequence[SampleDiagnostics]) -> list[st
     n_elements = int(sum(frame["count"]))
     if n_elements == 0:
         return []
-    counts = ", ".join(f"{row.status} {row.count}" for row in frame.itertuples())
+    counts = ", ".join(f"{row.status} {row.count}" for row in frame.itertuples()
+                       if row.count or row.status != ElementStatus.JUDGES_SPLIT)  # a run with one judge has none
     n_samples = sum(1 for d in diagnostics if d.elements)
     lines = [f"elements: {n_elements} in {n_samples} samples: {counts}"]
     gaps = frame[frame["gap_share"].notna()]
@@ -174,6 +190,9 @@ def element_diagnosis_lines(diagnostics: Sequence[SampleDiagnostics]) -> list[st
         undecided = frame.attrs["n_undecided"]
         why = f"{undecided} elements undecided, why below" if undecided else "no element undecided"
         lines.append(f"gap shares: n/a: {reason} ({why})")
+    if frame.attrs["n_split"]:
+        lines.append(f"judges split: {frame.attrs['n_split']} elements shared out over the statuses (seed 003 "
+                     "averages the two judges); their checks await review")
     for row in undecided_frame(diagnostics).itertuples():
         lines.append(f"undecided: {row.count} elements in {row.samples} samples: {row.reason}")
     return lines

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ragcourt.metrics.elements import status_shares
+from ragcourt.metrics.elements import split_attribution, status_shares
 from ragcourt.schema import SampleDiagnostics, SampleStatus, VerdictStatus
 from ragcourt.stores import MetricTotals, RecordStore, VerdictTally
 
@@ -70,19 +71,22 @@ def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] |
     if diagnostics is None:
         totals = store.metric_totals(run_id)
         statuses = store.element_status_counts(run_id)
+        split = store.element_split_attribution(run_id)
         failures = store.failed_samples(run_id)
         n_samples = store.count_diagnostics(run_id)
     else:
         totals = metric_totals(diagnostics)
         statuses = Counter(e.status for d in diagnostics for e in d.elements)
+        split = split_attribution(e for d in diagnostics for e in d.elements)
         failures = [(d.sample_id, d.error) for d in diagnostics if d.status is SampleStatus.FAILED]
         n_samples = len(diagnostics)
+    # fsum is exactly rounded: a mean must not depend on the order the samples finished in (the store's order)
     rows = tuple(
-        MetricRow(t.name, sum(t.values) / len(t.values) if t.values else None, len(t.values), t.n_na, t.n_unscored,
-                  t.n_escalated)
+        MetricRow(t.name, math.fsum(t.values) / len(t.values) if t.values else None, len(t.values), t.n_na,
+                  t.n_unscored, t.n_escalated)
         for t in totals
     )
-    shares = status_shares(Counter(statuses).elements())
+    shares = status_shares(Counter(statuses).elements(), split)
     return RunSummary(
         run_id=run_id, n_samples=n_samples, n_failed=len(failures),
         n_checks=store.count_checks(run_id), n_verdicts=sum(t.n_verdicts for t in tallies),

@@ -2,6 +2,7 @@
 
     python bench/sim_server.py --latency-ms 200 [--jitter-ms 50 --distribution lognormal]
                                [--tokens-per-s 0] [--port 0]
+                               [--faults 0.25 --fault-seed 7 --fault-mix 500,429,timeout,reset,garbage,truncated]
 prints its base URL (http://127.0.0.1:PORT/v1) on the first line and serves until stdin closes or it is
 killed. It answers every chat request at once (asyncio: 32+ requests in flight are served concurrently)
 after the drawn latency plus completion_tokens / tokens-per-s, with:
@@ -12,6 +13,18 @@ after the drawn latency plus completion_tokens / tokens-per-s, with:
 - item ids taken from the prompt where the schema asks for them: a field `item_id` whose description
   names an example id (e.g. "E1") gets one entry per id of that prefix listed at a line start in the
   prompt ("[E1] ..."), and id lists (e.g. "ctx_0", "Q1") get one or two such ids, so verdicts map back.
+
+Fault mode (`--faults RATE`, for the reliability tests and bench/fault_rerun.py): that share of chat requests
+gets a fault drawn from `--fault-mix`: `500`; `429` with Retry-After (`--fault-retry-after-s`); `timeout` (held
+`--fault-hold-s`, longer than the client waits, then dropped unanswered); `reset` (the connection reset, no
+reply); `garbage` (HTTP 200, an HTML page as the body); `truncated` (HTTP 200, the first half of the reply's
+JSON as the whole body); `tool_args` (a well-formed reply whose tool arguments or content are cut in half,
+finish_reason "length": the model's fault, not the server's). A kind named twice in the mix is drawn twice as
+often. The draw for the n-th time a conversation (the
+request body's model, messages, tools and output format, hashed) is sent depends on the seed, that hash and n
+only, never on the order requests arrive in, so a seeded run meets the same faults however it is scheduled.
+Every completed reply is counted by conversation hash: `repeated_answers` in the stats is how many replies
+repeated a conversation that had been answered before (what a client's cache should make 0).
 
 Endpoints: POST /v1/chat/completions, POST /v1/embeddings (deterministic unit vectors), GET /v1/models,
 GET /sim/stats (counters), POST /sim/reset. Tokens are counted as characters // 4 (no tokenizer data
@@ -28,6 +41,8 @@ import json
 import math
 import random
 import re
+import socket
+import struct
 import sys
 import time
 from collections import Counter
@@ -305,6 +320,55 @@ class Latency:
         return completion_tokens / self.tokens_per_s if self.tokens_per_s > 0 else 0.0
 
 
+# --------------------------------------------------------------------------- faults
+
+SERVER_FAULTS = ("500", "429", "timeout", "reset", "garbage", "truncated")  # the server's (or a proxy's) fault
+FAULT_KINDS = (*SERVER_FAULTS, "tool_args")
+GARBAGE_BODY = b"<html><body><h1>502 Bad Gateway</h1>upstream hiccup</body></html>"
+
+
+def conversation_hash(body: dict[str, Any]) -> str:
+    """What makes two requests the same question: a client's retry sends the same hash again."""
+    asked = {key: body.get(key) for key in ("model", "messages", "tools", "tool_choice", "response_format")}
+    return hashlib.sha256(json.dumps(asked, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Faults:
+    """A seeded share of chat requests faulted (see the module docstring)."""
+
+    rate: float = 0.0
+    seed: int = 0
+    mix: tuple[str, ...] = SERVER_FAULTS
+    retry_after_s: float = 0.05
+    hold_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.mix) - set(FAULT_KINDS))
+        if unknown or not self.mix:
+            raise ValueError(f"unknown fault kinds {unknown} (known: {', '.join(FAULT_KINDS)})")
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"a fault rate is a share in [0, 1], not {self.rate}")
+
+    def draw(self, conversation: str, attempt: int) -> str | None:
+        """The fault of the `attempt`-th (1-based) request of a conversation, or None."""
+        if self.rate <= 0.0:
+            return None
+        rng = random.Random(f"{self.seed}:{conversation}:{attempt}")
+        return rng.choice(self.mix) if rng.random() < self.rate else None
+
+
+def _drop(request: web.Request) -> web.Response:
+    """Reset the request's connection (linger 0: RST, not FIN); the response returned is never sent."""
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    return web.Response(status=599)
+
+
 # --------------------------------------------------------------------------- counters
 
 
@@ -322,11 +386,17 @@ class Stats:
     busy_s: float = 0.0  # sum of every request's service time (its latency): concurrency = busy / span
     first_start: float | None = None
     last_end: float | None = None
+    sent: Counter[str] = field(default_factory=Counter)  # chat requests per conversation hash
+    answered: Counter[str] = field(default_factory=Counter)  # completed replies per conversation hash
+    faults: Counter[str] = field(default_factory=Counter)
 
     def as_json(self) -> dict[str, Any]:
         span = (self.last_end - self.first_start) if self.first_start and self.last_end else 0.0
         return {
             "requests": self.requests, "embedding_requests": self.embedding_requests,
+            "chat_requests": sum(self.sent.values()), "faults": dict(self.faults),
+            "answered_conversations": len(self.answered),
+            "repeated_answers": sum(n - 1 for n in self.answered.values()),
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "by_name": dict(self.by_name), "prompt_tokens_by_name": dict(self.prompt_tokens_by_name),
             "completion_tokens_by_name": dict(self.completion_tokens_by_name),
@@ -335,8 +405,9 @@ class Stats:
 
 
 class SimServer:
-    def __init__(self, latency: Latency) -> None:
+    def __init__(self, latency: Latency, faults: Faults | None = None) -> None:
         self.latency = latency
+        self.faults = faults or Faults()
         self._draws = latency.draws()
         self.stats = Stats()
 
@@ -351,6 +422,13 @@ class SimServer:
 
     async def chat(self, request: web.Request) -> web.Response:
         body = await request.json()
+        conversation = conversation_hash(body)
+        self.stats.sent[conversation] += 1
+        fault = self.faults.draw(conversation, self.stats.sent[conversation])
+        if fault is not None:
+            self.stats.faults[fault] += 1
+            if fault in ("500", "429", "timeout", "reset", "garbage"):
+                return await self._fault_reply(request, fault)
         started = time.monotonic()
         stats = self.stats
         stats.first_start = stats.first_start or started
@@ -358,6 +436,8 @@ class SimServer:
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
             answer = answer_for(body)
+            if fault == "tool_args":  # the model's output cut short, in a well-formed reply
+                answer = Answer(answer.text[: max(1, len(answer.text) // 2)], answer.tool, answer.name)
             prompt_tokens = sum(tokens(_text(m.get("content"))) for m in body.get("messages", []))
             prompt_tokens += tokens(json.dumps(body.get("tools"))) if body.get("tools") else 0
             completion_tokens = tokens(answer.text)
@@ -370,25 +450,45 @@ class SimServer:
                                               "function": {"name": answer.tool, "arguments": answer.text}}]
                 else:
                     message["content"] = answer.text
-                choices.append({"index": index, "message": message, "logprobs": None,
-                                "finish_reason": "tool_calls" if answer.tool else "stop"})
+                finish = "length" if fault == "tool_args" else "tool_calls" if answer.tool else "stop"
+                choices.append({"index": index, "message": message, "logprobs": None, "finish_reason": finish})
             stats.requests += 1
             stats.prompt_tokens += prompt_tokens
             stats.completion_tokens += completion_tokens * len(choices)
             stats.by_name[answer.name] += 1
             stats.prompt_tokens_by_name[answer.name] += prompt_tokens
             stats.completion_tokens_by_name[answer.name] += completion_tokens * len(choices)
-            return web.json_response({
+            reply = {
                 "id": f"chatcmpl-{stats.requests}", "object": "chat.completion", "created": 0,
                 "model": body.get("model", "sim"), "choices": choices,
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens * len(choices),
                           "total_tokens": prompt_tokens + completion_tokens * len(choices)},
-            })
+            }
+            if fault == "truncated":  # the body cut in half, its Content-Length saying so: no reply was had
+                whole = json.dumps(reply).encode()
+                return web.Response(body=whole[: len(whole) // 2], content_type="application/json")
+            stats.answered[conversation] += 1
+            return web.json_response(reply)
         finally:
             ended = time.monotonic()
             stats.in_flight -= 1
             stats.busy_s += ended - started
             stats.last_end = ended
+
+    async def _fault_reply(self, request: web.Request, fault: str) -> web.Response:
+        if fault == "500":
+            return web.json_response({"error": {"message": "injected fault: HTTP 500", "type": "server_error"}},
+                                     status=500)
+        if fault == "429":
+            wait = self.faults.retry_after_s
+            return web.json_response({"error": {"message": "injected fault: HTTP 429", "type": "rate_limit_error"}},
+                                     status=429, headers={"retry-after": f"{wait:g}",
+                                                          "retry-after-ms": str(round(wait * 1000))})
+        if fault == "garbage":
+            return web.Response(body=GARBAGE_BODY, content_type="text/html")
+        if fault == "timeout":
+            await asyncio.sleep(self.faults.hold_s)
+        return _drop(request)
 
     async def embeddings(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -423,8 +523,8 @@ def unit_vector(item: Any, dimensions: int) -> list[float]:
     return [x / norm for x in raw]
 
 
-async def serve(latency: Latency, port: int) -> None:
-    runner = web.AppRunner(SimServer(latency).app(), access_log=None)
+async def serve(latency: Latency, port: int, faults: Faults | None = None) -> None:
+    runner = web.AppRunner(SimServer(latency, faults).app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
     await site.start()
@@ -443,9 +543,20 @@ def main() -> None:
     parser.add_argument("--tokens-per-s", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--faults", type=float, default=0.0, help="share of chat requests faulted, 0..1")
+    parser.add_argument("--fault-seed", type=int, default=0)
+    parser.add_argument("--fault-mix", default=",".join(SERVER_FAULTS),
+                        help=f"comma-separated, drawn uniformly; kinds: {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--fault-retry-after-s", type=float, default=0.05)
+    parser.add_argument("--fault-hold-s", type=float, default=5.0, help="how long a timeout fault holds a request")
     args = parser.parse_args()
     latency = Latency(args.latency_ms / 1000, args.jitter_ms / 1000, args.distribution, args.tokens_per_s, args.seed)
-    asyncio.run(serve(latency, args.port))
+    try:
+        faults = Faults(args.faults, args.fault_seed, tuple(k.strip() for k in args.fault_mix.split(",") if k.strip()),
+                        args.fault_retry_after_s, args.fault_hold_s)
+    except ValueError as error:
+        parser.error(str(error))
+    asyncio.run(serve(latency, args.port, faults))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,14 @@ from rich.table import Table
 from ragcourt.commands.elements import fail_all
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.data.loaders import BundledDataset, DatasetError, DatasetErrors, bundled, load_ragchecker_pairs
+from ragcourt.data.loaders import (
+    BundledDataset,
+    DatasetError,
+    DatasetErrors,
+    HumanAspect,
+    bundled,
+    load_ragchecker_pairs,
+)
 from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.runs.calibration import (
     CHECK_IDS_HINT,
@@ -132,6 +139,9 @@ def calibrate_command(
     judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]; "
                                                             "with --labels/--run: judge ids in the store")] = None,
     logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs")] = False,
+    label: Annotated[list[HumanAspect] | None, typer.Option(help="repeatable, with --ragchecker/--pairs: which "
+                                                                "human label the judges are compared with "
+                                                                "(default: overall); each is reported")] = None,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
     bootstrap: Annotated[int, typer.Option(help="bootstrap resamples")] = 1000,
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
@@ -143,13 +153,15 @@ def calibrate_command(
     """
     if not (ragchecker or pairs) and labels is None and run_id is None:
         _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
+    if label and not (ragchecker or pairs):
+        _fail("--label chooses among the RAGChecker annotators' labels: it needs --ragchecker or --pairs FILE")
     workspace = Workspace(home)
     from_store = not (ragchecker or pairs)
     if from_store and not workspace.store_path.exists():  # labels and reviews name stored checks
         _fail(f"no record store at {workspace.store_path}")
     store = workspace.open_store()
     try:
-        items: list[CalibrationItem]
+        by_aspect: dict[HumanAspect | None, list[CalibrationItem]]
         if ragchecker or pairs:
             try:
                 loaded = load_ragchecker_pairs(pairs or bundled(BundledDataset.RAGCHECKER_PAIRS))
@@ -162,13 +174,15 @@ def calibrate_command(
                 _fail(str(error))
             judge_ids = [j.judge_id for j in judges]
             run = f"calibrate-{content_id([p.sample_id for p in loaded], judge_ids)[:10]}"
-            items, outcomes = asyncio.run(judge_ragchecker(loaded, judges, store, run))
+            aspects = tuple(dict.fromkeys(label or [HumanAspect.OVERALL]))
+            judged, outcomes = asyncio.run(judge_ragchecker(loaded, judges, store, run, aspects))
+            by_aspect = {aspect: items for aspect, items in judged.items()}
             flagged = {j: sum(d.position_bias for o in outcomes for d in o.decisions if d.judge_id == j)
                        for j in judge_ids}
             console.print(f"RAGChecker human-labelled pairs: {len(loaded)} pairs, "
                           f"{sum(len(p.annotations) for p in loaded)} annotations; model1 = A, model2 = B "
-                          "(human overall label: negative A better, positive B better, 0 Tie); every pair judged "
-                          f"in both orders; position-bias Ties per judge: {flagged}")
+                          f"(human {'/'.join(aspects)} label: negative A better, positive B better, 0 Tie); every "
+                          f"pair judged in both orders; position-bias Ties per judge: {flagged}")
         else:
             if labels is not None:
                 try:
@@ -184,9 +198,13 @@ def calibrate_command(
                     _fail(f"run '{run_id}' has no review decisions to use as human labels: review its "
                           f"escalated checks first (`ragcourt review {run_id}`), or give --labels FILE")
             items, judge_ids = items_from_store(store, human, judge)
-        reports = calibrate(items, judge_ids, seed=seed, n_resamples=bootstrap)
-        for report in reports:
-            print_calibration(report)
+            by_aspect = {None: items}
+        for aspect, aspect_items in by_aspect.items():
+            if aspect is not None and len(by_aspect) > 1:
+                console.print(f"[bold]human label: {aspect}[/bold]")
+            reports = calibrate(aspect_items, judge_ids, seed=seed, n_resamples=bootstrap)
+            for report in reports:
+                print_calibration(report)
         if from_store and labels is None:
             assert run_id is not None
             print_review_caveat(store, run_id, human, reports)

@@ -19,11 +19,11 @@ from ragcourt.commands.output import (
     print_summary,
     progress,
 )
-from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
+from ragcourt.data.loaders import load_dataset
 from ragcourt.metrics.values import MetricKey
 from ragcourt.report.method_charts import write_method_charts
 from ragcourt.runs.models import Models, eval_context
-from ragcourt.runs.runner import RunLockedError, Runner
+from ragcourt.runs.runner import ResumePlan, RunLockedError, Runner, SamplesChangedError
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import ConfigError, EvalConfig, ReviewMode
@@ -34,13 +34,7 @@ PRECOMPUTED, REFERENCE = "precomputed", "reference"
 
 def read_samples(path: Path) -> list[Sample]:
     """The samples of a JSONL / JSON / CSV file, or of a HotpotQA IRCoT file; DatasetError when unreadable."""
-    try:
-        head = path.open("rb").read(4000)
-    except OSError as error:  # a missing or unreadable file: the loaders' message, not a traceback
-        raise DatasetError(path, f"cannot read file: {error.strerror or error}") from None
-    if b'"question_text"' in head and b'"contexts"' in head:
-        return list(load_hotpotqa(path).samples)
-    return list(load_samples(path).samples)
+    return list(load_dataset(path))
 
 
 def build_system(kind: str, workspace: Workspace, models: Models, collection: str | None) -> RAGSystem:
@@ -88,18 +82,35 @@ def _line(d: SampleDiagnostics, stored: bool = False) -> str:
             f"  to_review={len(d.escalations)}  unscored={d.n_unscored}{extra}{'  (stored)' if stored else ''}")
 
 
+def _resume_line(run_id: str, plan: ResumePlan, n_samples: int) -> str | None:
+    if not plan.stored and not plan.reopened:
+        return None
+    parts = []
+    if plan.stored:
+        parts.append(f"{len(plan.stored)} of {n_samples} samples finished before come from the store (marked "
+                     "'stored'; nothing of them is asked again)")
+    if plan.reopened:
+        parts.append(f"{len(plan.reopened)} finished samples with work unscored for a transient reason (timeout, "
+                     "error) are evaluated again: only that work is asked again, the rest comes from the store")
+    return f"resuming run {escape(run_id)}: {'; '.join(parts)}"
+
+
 async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Path) -> list[SampleDiagnostics]:
-    store, run_id = runner.context.store, runner.run_id
+    run_id = runner.run_id
     wanted = {s.id for s in samples}
-    finished = {i for i in await asyncio.to_thread(store.finished_sample_ids, run_id) if i in wanted}
-    if finished:
-        console.print(f"resuming run {escape(run_id)}: {len(finished)} of {len(wanted)} samples finished before "
-                      "come from the store (marked 'stored'; nothing of them is asked again)")
+    stored: set[str] = set()
     out = []
     with progress() as bar:
         task = bar.add_task("evaluating", total=len(samples))
-        async for diagnostics in runner.astream(samples, dataset=dataset):
-            bar.console.print(_line(diagnostics, stored=diagnostics.sample_id in finished))
+
+        def started(plan: ResumePlan) -> None:  # told once the run is locked and its samples are checked
+            stored.update(plan.stored)
+            line = _resume_line(run_id, plan, len(wanted))
+            if line:
+                bar.console.print(line)
+
+        async for diagnostics in runner.astream(samples, dataset=dataset, on_start=started):
+            bar.console.print(_line(diagnostics, stored=diagnostics.sample_id in stored))
             bar.advance(task)
             out.append(diagnostics)
     waiting = len(wanted) - len({d.sample_id for d in out})
@@ -126,7 +137,7 @@ def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Ca
         runner = Runner(context, run_id, workspace.run_dir(run_id))
         try:
             asyncio.run(_run(runner, samples, dataset, workspace.home))
-        except RunLockedError as error:
+        except (RunLockedError, SamplesChangedError) as error:
             fail(str(error))
         summary = summarize(store, run_id)
         print_summary(summary)

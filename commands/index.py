@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ragcourt.commands.evaluation import index_chunks
 from ragcourt.commands.output import Home, console, fail
-from ragcourt.data.loaders import DatasetError, load_corpus, load_hotpotqa
+from ragcourt.data.loaders import DatasetError, load_corpus_file
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
 from ragcourt.schema import Chunk
 
@@ -33,13 +33,7 @@ def index(
 
 
 def _corpus(path: Path) -> list[Chunk]:
-    try:
-        head = path.open("rb").read(4000)
-    except OSError as error:  # a missing or unreadable file: the loaders' message, not a traceback
-        raise DatasetError(path, f"cannot read file: {error.strerror or error}") from None
-    if b'"contexts"' in head and b'"question_text"' in head:
-        return list(load_hotpotqa(path).corpus)
-    return list(load_corpus(path))
+    return list(load_corpus_file(path))
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ragcourt.analysis.summary import RunSummary
+from ragcourt.data.human_scores import HumanScores
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
@@ -103,6 +104,29 @@ def print_element_diagnosis(store: RecordStore, run_id: str) -> None:
         console.print(escape(line))
 
 
+def print_cube_human(store: RecordStore, run_id: str, config: EvalConfig, human: HumanScores) -> None:
+    """Seed 000's Table 5 of a run: the people's ratings between the judges' bounds, with its n/a notes."""
+    from ragcourt.analysis.cube_tables import (
+        HUMAN_NOTE,
+        Unavailable,
+        cube_human,
+        cube_human_noted,
+        cube_inputs,
+        cube_of_inputs,
+    )
+
+    inputs = cube_inputs(store, run_id, config)
+    if isinstance(inputs, Unavailable):
+        console.print(f"CuBE human ratings: n/a: {escape(inputs.reason)}")
+        return
+    report = cube_of_inputs(inputs, config)
+    table = cube_human_noted(cube_human(inputs, report, human, config), report, inputs.counts.n_samples)
+    print_frame("CuBE human ratings between the judges' bounds (seed 000, Table 5)", table.marked())
+    console.print(escape(HUMAN_NOTE))
+    for line in table.lines():
+        console.print(f"[yellow]n/a[/yellow] {escape(line)}")
+
+
 def print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> None:
     """The CuBE and CUE-R tables of a run, for the methods its configuration ran, with their n/a notes."""
     from ragcourt.analysis.cube_tables import (
@@ -113,8 +137,16 @@ def print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> 
         cube_r_at_k_reason,
         cube_retrieved_only_noted,
         cube_rule_based_note,
+        reading_legend,
+        top_n_note,
     )
-    from ragcourt.analysis.cuer_tables import cuer_closed_book_of_run, cuer_counts, cuer_frame, cuer_totals
+    from ragcourt.analysis.cuer_tables import (
+        cuer_closed_book_of_run,
+        cuer_condition_frame,
+        cuer_counts,
+        cuer_frame,
+        cuer_totals,
+    )
     from ragcourt.analysis.na_notes import NaNotes
 
     if Method.CUBE in config.methods:
@@ -125,16 +157,17 @@ def print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> 
             report = cube_of_inputs(inputs, config)
             r = report.r_at_k.value
             notes = NaNotes()  # one numbering for both tables: "n/a [k]" is note k, printed under its table
-            table4 = cube_noted_frame(report, notes=notes, spread=True, ranks=inputs.ranks, top_k=config.top_k)
+            table4 = cube_noted_frame(report, notes=notes, spread=True, ranks=inputs.ranks, top_n=inputs.top_n)
             print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
-                        f"R@k = {'n/a' if r is None else f'{r:.2%}'}", table4.marked())
+                        f"R@k = {'n/a' if r is None else f'{r:.2%}'} (k = TOP-N {inputs.top_n})", table4.marked())
+            console.print(escape(f"{reading_legend(report)}. {top_n_note(inputs, config.top_k)}"))
             rule_based = cube_rule_based_note(config, [j.judge for j in report.judges])
             if rule_based:
                 console.print(f"[yellow]warning:[/yellow] CuBE {escape(rule_based)}")
             r_at_k = cube_r_at_k_reason(report)
             for line in [*table4.lines(), *([f"R@k n/a: {r_at_k}"] if r_at_k else [])]:
                 console.print(f"[yellow]n/a[/yellow] {escape(line)}")
-            retrieved_only = cube_retrieved_only_noted(inputs, config.top_k, notes)
+            retrieved_only = cube_retrieved_only_noted(inputs, notes)
             print_frame("CuBE retrieved-only analysis (seed 000 5.3): RAG scores vs rank score, all samples "
                         "and samples whose gold document was retrieved", retrieved_only.marked())
             for line in retrieved_only.lines():
@@ -150,4 +183,6 @@ def print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> 
                         "last row: the closed-book control", cuer_frame(diagnostics, closed_book=closed_book))
             counts = cuer_counts(diagnostics, answers, retrievals)
             console.print(escape(cuer_totals(counts)[0]))
+            print_frame("CUE-R per condition: grounding, confidence error and trace divergence (trace: reported by "
+                        "the system or judged from the claim-chunk checks)", cuer_condition_frame(diagnostics))
         console.print(escape(closed_book.note()))

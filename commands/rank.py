@@ -12,37 +12,33 @@ from rich.table import Table
 
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
-from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
+from ragcourt.data.loaders import DatasetError, load_dataset
 from ragcourt.metrics.dice import (
     PlacementBasis,
     TierPosition,
     TournamentMode,
     round_robin_schedule,
 )
-from ragcourt.nodes.tournament_state import ScoreScheme
+from ragcourt.nodes.tournament_state import OrderProtocol, ScoreScheme
 from ragcourt.runs.models import Models
 from ragcourt.runs.ranking import (
     RankingReport,
     RankSettings,
     TierReport,
+    bias_rates,
     load_answer_set,
     place_against_baselines,
     rank_systems,
     save_pool,
 )
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
-from ragcourt.schema import Sample
-from ragcourt.schema.config import EvalConfig, JudgeSpec
+from ragcourt.schema import MetricValue, Sample
+from ragcourt.schema.config import EvalConfig, JudgeSpec, ThresholdJudgeSpec
 
 
 def load_references(path: Path) -> dict[str, Sample]:
     """Questions with reference answers: a samples file, or a HotpotQA IRCoT file."""
-    head = path.open("rb").read(4000)
-    if b'"question_text"' in head and b'"contexts"' in head:
-        samples = load_hotpotqa(path).samples
-    else:
-        samples = load_samples(path).samples
-    return {s.id: s for s in samples}
+    return {s.id: s for s in load_dataset(path)}
 
 
 def _ci(low: float | None, high: float | None, reason: str | None) -> str:
@@ -75,18 +71,28 @@ def print_ranking(report: RankingReport) -> None:
     elif result.refitted.prior_note:
         console.print(f"refit Elo: {result.refitted.prior_note}")
     _print_footer(report.probability_sources, report.position_bias, report.unscored_questions,
-                  report.calls.asked, report.calls.reused)
+                  report.calls.asked, report.calls.reused, report.orders)
     if report.dropped_questions:
         console.print(f"{report.dropped_questions} questions were not answered by every system and were left out")
     console.print(f"record store run: {report.run_id}")
 
 
-def _print_footer(sources: dict, bias: dict[str, tuple[int, int]], unscored: int, asked: int, reused: int) -> None:
+def _bias_text(rate: MetricValue, flagged: int, decided: int) -> str:
+    return f"{flagged}/{decided} ({rate.value:.1%})" if rate.value is not None else f"{flagged}/{decided} (n/a)"
+
+
+def _print_footer(sources: dict, bias: dict[str, tuple[int, int]], unscored: int, asked: int, reused: int,
+                  orders: OrderProtocol) -> None:
     shown = ", ".join(f"{source}: {n}" for source, n in sources.items())
     console.print(f"question probabilities from {shown} (logprobs of the decision token when every judge gave "
                   "them, else the jury's votes)")
-    flags = ", ".join(f"{escape(j)} {f}/{d}" for j, (f, d) in bias.items())
-    console.print(f"position bias (orders disagree -> Tie), per judge, flagged/decided pairs: {flags}")
+    if orders is OrderProtocol.SINGLE:
+        console.print("position bias: not measured (one order per question, A/B position drawn per question "
+                      "from the seed; --orders both measures it)")
+    else:
+        rates = bias_rates(bias, orders)
+        flags = ", ".join(f"{escape(j)} {_bias_text(rates[j], f, d)}" for j, (f, d) in bias.items())
+        console.print(f"position bias rate (orders disagree -> Tie), per judge, flagged/decided pairs: {flags}")
     console.print(f"questions without any scored decision (left out): {unscored}; "
                   f"judge verdicts asked: {asked}, reused from the store: {reused}")
 
@@ -108,8 +114,8 @@ def print_tiers(report: TierReport) -> None:
         for r in position.records
     ]
     print_table(
-        Table(title=f"{escape(report.system)} against the baseline tiers ({report.n_questions} questions, both "
-                    "orders)",
+        Table(title=f"{escape(report.system)} against the baseline tiers ({report.n_questions} questions, "
+                    f"{'both orders' if report.orders is OrderProtocol.BOTH else 'one drawn order'})",
               caption="W / T / L: questions the new system won, tied, lost; share: its score share"),
         ["tier", "baseline", "Elo", "W", "T", "L", "share", "match"], rows,
     )
@@ -130,7 +136,7 @@ def print_tiers(report: TierReport) -> None:
                 counts[0] += d.position_bias
                 counts[1] += d.label is not None
     _print_footer(sources, {j: (f, d) for j, (f, d) in bias.items()}, unscored, report.calls.asked,
-                  report.calls.reused)
+                  report.calls.reused, report.orders)
     console.print(f"record store run: {report.run_id}")
 
 
@@ -142,10 +148,18 @@ def rank(
     mode: Annotated[TournamentMode, typer.Option(help="swiss or round_robin")] = TournamentMode.SWISS,
     rounds: Annotated[int | None, typer.Option(help="default: ceil(log2 n) + 1 (Swiss), all (round robin)")] = None,
     k: Annotated[float, typer.Option(help="Elo K")] = 32.0,
-    seed: Annotated[int, typer.Option(help="pairing tie-breaks, question sample, bootstrap")] = 0,
+    seed: Annotated[int, typer.Option(help="pairing tie-breaks, question sample, bootstrap, --orders single's draw")] = 0,
     questions: Annotated[int | None, typer.Option(help="a seeded sample of N questions per match")] = None,
     scheme: Annotated[ScoreScheme, typer.Option(help="question score: hard (argmax) or soft (P_A + P_Tie/2)")] = (
         ScoreScheme.HARD),
+    orders: Annotated[OrderProtocol, typer.Option(
+        help="both (default): each pair judged with A first and B first, disagreeing orders count as Tie and "
+             "the position bias rate is printed; single: seed 001's one order per question, A/B position drawn "
+             "from --seed, half the judge calls, bias not measured")] = OrderProtocol.BOTH,
+    metric_judge: Annotated[list[str] | None, typer.Option(
+        help="repeatable: a scalar metric as a judge (seed 001 4.2 threshold baseline): COLUMN[,COLUMN...]"
+             "\\[@MARGIN], the mean of the answer files' numeric columns per question (Score_S(q)); A or B wins "
+             "when it leads by more than MARGIN (default 0.05), else Tie. Without --judge it judges alone")] = None,
     bootstrap: Annotated[int, typer.Option(help="bootstrap resamples for the Elo intervals")] = 1000,
     references: Annotated[Path | None, typer.Option(help="questions with reference answers (samples or "
                                                             "HotpotQA file)")] = None,
@@ -155,7 +169,8 @@ def rank(
                                                                 "pool in this directory")] = None,
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
 ) -> None:
-    """Rank systems with DICE: pairwise A/B/Tie judgments in both orders, Swiss tournament, Elo."""
+    """Rank systems with DICE: pairwise A/B/Tie judgments (both orders, or seed 001's one drawn order), Swiss
+    tournament, Elo. Scalar metrics of the answer files can play as threshold judges (--metric-judge)."""
     if baselines is not None and len(systems) != 1:
         _fail("with --baselines give exactly one answer file: the new system")
     if baselines is None and len(systems) < 2:
@@ -163,14 +178,16 @@ def rank(
     try:
         answer_sets = [load_answer_set(path) for path in systems]
         refs = load_references(references) if references else None
+        metric_judges = tuple(ThresholdJudgeSpec.parse(m) for m in metric_judge or ())
         settings = RankSettings(mode=mode, rounds=rounds, k=k, seed=seed, questions=questions, scheme=scheme,
-                                n_bootstrap=bootstrap)
+                                n_bootstrap=bootstrap, orders=orders, metric_judges=metric_judges)
         config = EvalConfig(judges=tuple(JudgeSpec(model=j, logprobs=logprobs) for j in (judge or ["lexical"])))
     except (DatasetError, ValueError, OSError) as error:
         _fail(str(error))
     store = Workspace(home).open_store()
     try:
-        judges = Models(config, store).judges()
+        # with only metric judges given, they are the jury: no default lexical judge beside them
+        judges = [] if judge is None and metric_judges else Models(config, store).judges()
         if baselines is not None:
             print_tiers(asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs)))
             return

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.commands.output import console
+from ragcourt.commands.output import console, fail, print_cube_human
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 
 
@@ -33,9 +33,16 @@ def report(
     export: Annotated[Path | None, typer.Option(help="also write every table as CSV and Parquet here")] = None,
     price: Annotated[list[str] | None, typer.Option(help="repeatable MODEL=PROMPT_PER_1K,COMPLETION_PER_1K "
                                                               "(USD) for the cost column")] = None,
+    human_scores: Annotated[Path | None, typer.Option(
+        help="people's 0-10 ratings of the RAG answers (.jsonl / .csv: sample_id and one column per CuBE "
+             "dimension), placed between the judges' closed-book and oracle bounds beside the judges' scores "
+             "(seed 000, Table 5)")] = None,
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
 ) -> None:
     """Write a self-contained HTML report (opens offline; no script, no external resource)."""
+    from ragcourt.analysis.cube_tables import check_rated_samples
+    from ragcourt.data.human_scores import load_human_scores
+    from ragcourt.data.loaders import DatasetError
     from ragcourt.report.data import DRILL_DOWN_QUESTIONS, collect
     from ragcourt.report.export import export_run
     from ragcourt.report.html import render_report
@@ -53,7 +60,15 @@ def report(
         except LookupError as error:
             console.print(f"[red]error:[/red] {escape(str(error))}")
             raise typer.Exit(2) from None
-        sections = method_sections(store, data)
+        human = None
+        if human_scores is not None:
+            try:
+                human = load_human_scores(human_scores, [d.name for d in data.config.dimensions])
+                check_rated_samples(human, [s.id for s in store.get_samples(run_id)])
+            except (DatasetError, ValueError) as error:
+                fail(f"{error}" if isinstance(error, DatasetError) else f"{human_scores}: {error}")
+            print_cube_human(store, run_id, data.config, human)
+        sections = method_sections(store, data, human)
         target = out or workspace.run_dir(run_id) / "report.html"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render_report(data, sections), encoding="utf-8")

@@ -9,13 +9,13 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.commands.evaluation import evaluate_and_print, reference_system_of
+from ragcourt.commands.evaluation import evaluate_and_print, read_samples, reference_system_of
 from ragcourt.commands.output import Home, console, fail
-from ragcourt.data.loaders import DatasetError, load_hotpotqa, load_samples
+from ragcourt.data.loaders import DatasetError
 from ragcourt.metrics.text import has_cjk
 from ragcourt.runs.models import Models, check_model_specs
-from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
-from ragcourt.schema import Sample, content_id
+from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
+from ragcourt.schema import Sample
 from ragcourt.schema.config import ConfigError, EvalConfig, Method, load_config
 from ragcourt.systems import Precomputed, RAGSystem
 
@@ -27,11 +27,19 @@ def run(
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML or TOML EvalConfig")] = None,
     method: Annotated[list[Method] | None, typer.Option(help="repeatable; default from config")] = None,
     collection: Annotated[str, typer.Option(help="chromadb collection of the reference system")] = HOTPOTQA_COLLECTION,
-    run_id: Annotated[str | None, typer.Option(help="re-use an id to resume a run")] = None,
+    run_id: Annotated[str | None, typer.Option(
+        help="re-use an id to resume a run (refused when a sample it holds was edited since: see `rerun "
+             "--changed`); default: derived from the configuration, the system and the samples' contents")] = None,
     limit: Annotated[int | None, typer.Option(help="only the first N samples", min=1)] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
-    """Evaluate a dataset; streams one line per finished question."""
+    """Evaluate a dataset; streams one line per finished question.
+
+    The same command again resumes the run: finished samples come from the store, and those with work unscored
+    for a transient reason (timeout, error) have only that work asked again. After an edit of the dataset the
+    derived run id is another one, so the edited samples are evaluated afresh in a new run (unchanged work
+    comes from the store and the LLM cache); `ragcourt rerun --changed RUN` evaluates only the changed ones.
+    """
     try:
         config = load_config(config_file) if config_file else EvalConfig()
         overrides: dict = {}
@@ -57,7 +65,7 @@ def run(
         make_system, collection_used = reference_system_of(workspace, collection), collection
     else:
         fail(f"unknown system '{system}' (use reference or precomputed)")
-    run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system)[:10]}"
+    run_id = run_id or derived_run_id(config, samples, system, digits=10)
     try:
         workspace.run_dir(run_id)
     except ValueError as error:
@@ -69,10 +77,7 @@ def run(
 
 def _samples(path: Path) -> list[Sample]:
     try:
-        head = path.open("rb").read(4000)
-        if b'"question_text"' in head and b'"contexts"' in head:
-            return list(load_hotpotqa(path).samples)
-        return list(load_samples(path).samples)
+        return read_samples(path)
     except DatasetError as error:
         fail(str(error))
     except OSError as error:

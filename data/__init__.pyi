@@ -1,13 +1,23 @@
 """The public names of ragcourt.data (see __init__.py)."""
 
+from .human_scores import (
+    HumanScores,
+    load_human_scores,
+)
 from .loaders import (
+    DEFAULT_LIMITS,
     BundledDataset,
     DatasetError,
     DatasetErrors,
+    FieldLimits,
+    HumanAspect,
     RagCheckerPair,
     bundled,
+    is_hotpotqa,
     label_from_human_score,
     load_corpus,
+    load_corpus_file,
+    load_dataset,
     load_hotpotqa,
     load_ragchecker_pairs,
     load_samples,
@@ -22,14 +32,22 @@ from .question_sets import (
 
 __all__ = [
     "bundled",
+    "is_hotpotqa",
     "BundledDataset",
     "DatasetError",
+    "DEFAULT_LIMITS",
     "DatasetErrors",
+    "FieldLimits",
+    "HumanAspect",
     "DOCUMENT_GAP_WARNING",
     "generate_question_set",
+    "HumanScores",
     "label_from_human_score",
     "load_corpus",
+    "load_corpus_file",
+    "load_dataset",
     "load_hotpotqa",
+    "load_human_scores",
     "load_ragchecker_pairs",
     "load_samples",
     "pick_documents",

@@ -22,6 +22,8 @@ import io
 import json
 import math
 import re
+import stat
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -31,7 +33,7 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from ragcourt.schema import Chunk, Label, Sample, content_id
+from ragcourt.schema import Chunk, Label, Sample, Turn, content_id
 
 HOTPOTQA_SOURCE = "hotpotqa"
 RAGCHECKER_SOURCE = "ragchecker"
@@ -116,8 +118,15 @@ class _RowError(Exception):
 # --------------------------------------------------------------------------- reading text
 
 
+def _refuse_special_file(path: Path) -> None:
+    # stat, not open: opening a FIFO would wait for a writer forever
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        raise DatasetError(path, "is not a regular file (a directory, FIFO or device): give a dataset file")
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
+        _refuse_special_file(path)
         data = path.read_bytes()
     except OSError as exc:
         raise DatasetError(path, f"cannot read file: {exc.strerror or exc}") from exc
@@ -286,7 +295,15 @@ def _text(field: str, value: Any, *, required: bool = False) -> str | None:
         raise _RowError(field, f"must be a string, got {_type_name(value)}")
     if required and not value.strip():
         raise _RowError(field, "is empty")
+    if required and not _visible(value):
+        raise _RowError(field, "is empty: it holds only invisible characters (zero-width spaces, joiners, marks)")
     return value
+
+
+def _visible(text: str) -> str:
+    """`text` without whitespace and invisible format characters (Unicode category Cf: zero-width spaces and
+    joiners, the BOM, direction marks)."""
+    return "".join(ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf")
 
 
 def _sample_id(field: str, value: Any) -> str:
@@ -346,31 +363,68 @@ def _chunks(field: str, value: Any, *, ranked: bool) -> tuple[Chunk, ...] | None
     )
 
 
-def _first_surrogate_field(value: Any, field: str) -> str | None:
-    """Path of the first string holding a lone surrogate (not encodable as UTF-8), if any."""
+_TURN_ROLES = ("user", "assistant")
+
+
+def _history(field: str, value: Any) -> tuple[Turn, ...]:
+    """The conversation before the question: a list of {role, content} turns, oldest first (seed 002, 6)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _RowError(field, f"must be a list of {{role, content}} turns, got {_type_name(value)}")
+    turns = []
+    for index, turn in enumerate(value):
+        at = f"{field}[{index}]"
+        if not isinstance(turn, dict):
+            raise _RowError(at, f"must be an object with 'role' and 'content', got {_type_name(turn)}")
+        unknown = sorted(set(turn) - {"role", "content"})
+        if unknown:
+            raise _RowError(f"{at}.{unknown[0]}", "is not a field of a turn (a turn has 'role' and 'content')")
+        role = turn.get("role")
+        if role is None:
+            raise _RowError(f"{at}.role", "is missing")
+        if role not in _TURN_ROLES:
+            raise _RowError(f"{at}.role", f"must be 'user' or 'assistant', got {role!r}")
+        content = _text(f"{at}.content", turn.get("content"), required=True)
+        assert content is not None  # required
+        turns.append(Turn(role=role, content=content))
+    return tuple(turns)
+
+
+def _text_problem(text: str) -> str | None:
+    """What makes a string of the row unusable as text, if anything: a lone surrogate (not encodable as UTF-8)
+    or a NUL character (an escaped "\\u0000" in JSON gets here; a raw NUL byte is refused on reading)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (not valid Unicode text)"
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000)"
+    return None
+
+
+def _first_bad_text(value: Any, field: str) -> tuple[str, str] | None:
+    """(path, problem) of the first string of `value` (keys included) that is not usable text, if any."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return field
-        return None
+        problem = _text_problem(value)
+        return None if problem is None else (field, problem)
     if isinstance(value, dict):
         for key, item in value.items():
-            found = _first_surrogate_field(key, field) or _first_surrogate_field(item, f"{field}.{key}")
+            found = _first_bad_text(key, field) or _first_bad_text(item, f"{field}.{key}")
             if found:
                 return found
     if isinstance(value, list):
         for index, item in enumerate(value):
-            found = _first_surrogate_field(item, f"{field}[{index}]")
+            found = _first_bad_text(item, f"{field}[{index}]")
             if found:
                 return found
     return None
 
 
-def _refuse_surrogates(row: Mapping[str, Any]) -> None:
-    bad = _first_surrogate_field(dict(row), "")
+def _refuse_bad_text(row: Mapping[str, Any]) -> None:
+    bad = _first_bad_text(dict(row), "")
     if bad is not None:
-        raise _RowError(bad.lstrip(".") or None, "contains a lone surrogate (not valid Unicode text)")
+        raise _RowError(bad[0].lstrip(".") or None, bad[1])
 
 
 _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
@@ -383,6 +437,7 @@ _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
     "contexts": (),
     "answer": ("response",),
     "metadata": (),
+    "history": (),
 }
 
 
@@ -404,6 +459,7 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
     gold_documents = _chunks(*pick("gold_documents"), ranked=False) or ()
     contexts = _chunks(*pick("contexts"), ranked=True)
     answer = _text(*pick("answer"))
+    history = _history(*pick("history"))
     metadata_field, metadata = pick("metadata")
     if metadata is None:
         metadata = {}
@@ -416,7 +472,7 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
         if key in metadata:
             raise _RowError(key, "given both at top level and inside 'metadata'; keep one")
         metadata[key] = value
-    _refuse_surrogates(row)
+    _refuse_bad_text(row)
     try:
         return Sample(
             id=sample_id,
@@ -428,6 +484,7 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
             contexts=contexts,
             answer=answer,
             metadata=metadata,
+            history=history,
         )
     except ValidationError as exc:  # defensive: the checks above should leave nothing for pydantic
         first = exc.errors()[0]
@@ -437,12 +494,47 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
 # --------------------------------------------------------------------------- collecting rows
 
 
+@dataclass(frozen=True)
+class FieldLimits:
+    """The longest text a sample's field may hold, in characters; a longer one is refused with its file, line
+    and field (never cut: a figure computed on part of a text would not say so). A 520 KB question kept a run
+    busy for minutes without a line of output. The defaults are far above any real question or answer and keep
+    a whole long document as one chunk; pass others to the loaders to change them."""
+
+    question: int = 20_000  # what kept the run busy: every check shows the question
+    reference_answer: int = 4_000_000
+    answer: int = 4_000_000
+    chunk: int = 4_000_000  # each context and gold document
+    turn: int = 20_000  # each turn of the history: every Q-CARE check shows them, like the question
+
+    def problems(self, sample: Sample) -> Iterator[tuple[str, str]]:
+        """(field, message) for every field of `sample` over its limit."""
+        for field, text, limit in (("question", sample.question, self.question),
+                                   ("reference_answer", sample.reference_answer, self.reference_answer),
+                                   ("answer", sample.answer, self.answer)):
+            if text is not None and len(text) > limit:
+                yield field, f"holds {len(text):,} characters, more than the limit of {limit:,}"
+        for index, turn in enumerate(sample.history):
+            if len(turn.content) > self.turn:
+                yield (f"history[{index}].content",
+                       f"holds {len(turn.content):,} characters, more than the limit of {self.turn:,}")
+        for field, chunks in (("contexts", sample.contexts or ()), ("gold_documents", sample.gold_documents)):
+            for index, chunk in enumerate(chunks):
+                if len(chunk.text) > self.chunk:
+                    yield (f"{field}[{index}].text",
+                           f"holds {len(chunk.text):,} characters, more than the limit of {self.chunk:,}")
+
+
+DEFAULT_LIMITS = FieldLimits()
+
+
 class _Collector:
     """Turns row errors into DatasetErrors, applies the error policy and checks ids are unique."""
 
-    def __init__(self, path: Path, on_error: ErrorPolicy):
+    def __init__(self, path: Path, on_error: ErrorPolicy, limits: FieldLimits = DEFAULT_LIMITS):
         self.path = path
         self.on_error = on_error
+        self.limits = limits
         self.samples: list[Sample] = []
         self.errors: list[DatasetError] = []
         self.rows = 0
@@ -470,6 +562,10 @@ class _Collector:
             sample = to_sample(row)
         except _RowError as exc:
             self.fail(line, exc.field, exc.message)
+            return
+        over = next(self.limits.problems(sample), None)
+        if over is not None:
+            self.fail(line, *over)
             return
         first = self._id_lines.get(sample.id)
         if first is not None:
@@ -601,7 +697,7 @@ def read_jsonl_models(
             row = _jsonl_value(raw)
             if not isinstance(row, dict):
                 raise _RowError(None, f"expected a JSON object, got {_type_name(row)}")
-            _refuse_surrogates(row)
+            _refuse_bad_text(row)
             item = model.model_validate(row)
             problem = check(number, item) if check is not None else None
             problems = [] if problem is None else [problem]
@@ -620,7 +716,7 @@ def read_jsonl_models(
 def _corpus_chunk(path: Path, row: Any) -> Chunk:
     if not isinstance(row, dict):
         raise _RowError(None, f"expected a JSON object with 'text', got {_type_name(row)}")
-    _refuse_surrogates(row)
+    _refuse_bad_text(row)
     text = _text("text", row.get("text"), required=True)
     assert text is not None
     chunk_id = content_id(text) if row.get("id") is None else _sample_id("id", row["id"])
@@ -655,7 +751,7 @@ def _csv_cell(column: str, cell: str) -> Any:
     """A CSV cell as a Python value: empty -> None; list / object fields as JSON or '|'-separated text."""
     if cell == "":
         return None
-    if column in ("gold_answers", "gold_titles", "gold_documents", "contexts", "metadata"):
+    if column in ("gold_answers", "gold_titles", "gold_documents", "contexts", "metadata", "history"):
         if cell.lstrip().startswith(("[", "{")):
             try:
                 value, end = _json_value(cell)
@@ -666,6 +762,8 @@ def _csv_cell(column: str, cell: str) -> Any:
             return value
         if column == "metadata":
             raise _RowError(column, "must be a JSON object")
+        if column == "history":
+            raise _RowError(column, 'must be a JSON list of turns, e.g. [{"role": "user", "content": "..."}]')
         return [part.strip() for part in cell.split(CSV_LIST_SEPARATOR) if part.strip()]
     return cell
 
@@ -726,21 +824,24 @@ def _json_row(text: str, offset: int) -> Any:
     return _json_value(text, offset)[0]
 
 
-def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> LoadResult:
+def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
+                 limits: FieldLimits = DEFAULT_LIMITS) -> LoadResult:
     """Samples from a .jsonl, .json or .csv file (see the module docstring and README for the fields).
 
     Fields: id (or question_id; string or integer), question (or question_text, query), reference_answer
     (or gt_answer, answer_reference), gold_answers, gold_titles (lists of strings), gold_documents and
     contexts (lists of strings or {id?, title?, text, score?} objects; contexts are the precomputed
-    retrieval, ranked in order), answer (or response: a precomputed answer), metadata (object).
-    Unknown top-level fields go into metadata.
+    retrieval, ranked in order), answer (or response: a precomputed answer), metadata (object), history (the
+    conversation before the question, oldest first: a list of {role: user|assistant, content} turns; in CSV a
+    JSON cell).
+    Unknown top-level fields go into metadata. Texts longer than `limits` are refused (FieldLimits).
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".json", ".csv"):
         raise DatasetError(path, f"unsupported file type '{suffix}'; use .jsonl, .json or .csv")
     data = _read_bytes(path)
-    collector = _Collector(path, on_error)
+    collector = _Collector(path, on_error, limits)
     if suffix == ".jsonl":
         _jsonl_rows(data, collector)
     elif suffix == ".json":
@@ -809,7 +910,8 @@ def _hotpot_spans(answers: Any) -> tuple[str, ...]:
     return tuple(spans)
 
 
-def load_hotpotqa(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> HotpotQA:
+def load_hotpotqa(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
+                  limits: FieldLimits = DEFAULT_LIMITS) -> HotpotQA:
     """HotpotQA in the IRCoT processed format (one question per line; see data/README.md).
 
     Sample: id = question_id, question = question_text, gold_answers = every answer span,
@@ -818,7 +920,7 @@ def load_hotpotqa(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> H
     """
     path = Path(path)
     data = _read_bytes(path)
-    collector = _Collector(path, on_error)
+    collector = _Collector(path, on_error, limits)
     corpus: dict[str, Chunk] = {}
     paragraphs_of_last_row: list[Chunk] = []
 
@@ -852,6 +954,30 @@ def load_hotpotqa(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE) -> H
 # --------------------------------------------------------------------------- RAGChecker human-labelled pairs
 
 
+def is_hotpotqa(path: Path) -> bool:
+    """Whether `path` is a HotpotQA IRCoT file (its first 4000 bytes name its fields); DatasetError when it
+    cannot be read."""
+    try:
+        _refuse_special_file(path)
+        with path.open("rb") as handle:
+            head = handle.read(4000)
+    except OSError as error:  # a missing or unreadable file: the loaders' message, not a traceback
+        raise DatasetError(path, f"cannot read file: {error.strerror or error}") from None
+    return b'"question_text"' in head and b'"contexts"' in head
+
+
+def load_dataset(path: Path, limits: FieldLimits = DEFAULT_LIMITS) -> tuple[Sample, ...]:
+    """The samples of a dataset file as the CLI takes it: a HotpotQA IRCoT file, or JSONL / JSON / CSV."""
+    if is_hotpotqa(path):
+        return load_hotpotqa(path, limits=limits).samples
+    return load_samples(path, limits=limits).samples
+
+
+def load_corpus_file(path: Path) -> tuple[Chunk, ...]:
+    """The corpus of a file as `ragcourt index` takes it: a HotpotQA file's paragraphs, or {id, title, text}."""
+    return load_hotpotqa(path).corpus if is_hotpotqa(path) else load_corpus(path)
+
+
 def label_from_human_score(score: int) -> Label:
     """Map a RAGChecker human label (-2..+2, positive = model2 better) to a pairwise Label.
 
@@ -872,6 +998,14 @@ class PairResponse:
     critiques: str | None = None
 
 
+class HumanAspect(StrEnum):
+    """Which of a RAGChecker annotator's three pairwise labels to compare a judge with."""
+
+    OVERALL = "overall"
+    CORRECTNESS = "correctness"
+    COMPLETENESS = "completeness"
+
+
 @dataclass(frozen=True, slots=True)
 class HumanLabels:
     """One annotator's labels for a pair, each in -2..+2 (positive: model2 better)."""
@@ -884,6 +1018,10 @@ class HumanLabels:
     @property
     def overall_label(self) -> Label:
         return label_from_human_score(self.overall)
+
+    def score(self, aspect: HumanAspect) -> int:
+        return {HumanAspect.OVERALL: self.overall, HumanAspect.CORRECTNESS: self.correctness,
+                HumanAspect.COMPLETENESS: self.completeness}[aspect]
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,7 @@ def build_sample_graph(
     graph.add_edge(SPLIT_ANSWERS, PLAN_CHECKS)
     graph.add_conditional_edges(PLAN_CHECKS, fan_out, [JUDGE, RECONCILE])
     graph.add_edge(JUDGE, RECONCILE)
-    graph.add_conditional_edges(RECONCILE, route_after_reconcile, [RETRIEVE, HUMAN_REVIEW, SCORE])
+    graph.add_conditional_edges(RECONCILE, route_after_reconcile, [RETRIEVE, PLAN_CHECKS, HUMAN_REVIEW, SCORE])
     graph.add_edge(HUMAN_REVIEW, SCORE)
     graph.add_edge(SCORE, END)
     return graph.compile(checkpointer=checkpointer)

@@ -1,4 +1,4 @@
-"""One DICE match as a graph: judge the pairwise checks in both orders, then score the match.
+"""One DICE match as a graph: judge the pairwise checks (both orders, or one drawn order), then score it.
 Wiring only. The tournament around the matches (Swiss or round robin, Elo) is `ranking.rank_systems`."""
 
 from __future__ import annotations

@@ -22,7 +22,10 @@ class BaselineRule(StrEnum):
     semantic: yes when the cosine similarity of MiniLM embeddings of the subject and the best-matching
       sentence of the target is at least 0.55 (claim_serves_subquery: 0.45).
     Dimension scores: 10 x token F1 against the reference (or question overlap without a reference).
-    Pairwise: the answer with the higher score wins; within 0.05 it is a Tie.
+    Pairwise: the answer with the higher score wins; within 0.05 it is a Tie. lexical scores an answer by token
+      F1 against the reference (question overlap without one); semantic by the mean MiniLM cosine of the whole
+      answer with the reference and with the evidence shown (the question when neither is given), so the
+      two baselines are two opinions, not one counted twice.
     """
 
     LEXICAL = "lexical"
@@ -36,6 +39,22 @@ THRESHOLDS = {BaselineRule.LEXICAL: (0.5, 0.34), BaselineRule.SEMANTIC: (0.55, 0
 NUMBER_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER, CheckKind.CLAIM_SUPPORTED)
 
 Embed = Callable[[list[str]], np.ndarray]
+
+
+def similarity_probabilities(similarity: float, threshold: float) -> dict[Label, float]:
+    """A rule's similarity as P(yes) / P(no): piecewise linear, 0 at no similarity, 0.5 at the rule's threshold
+    and 1 at identity. It is monotone in the similarity, so it ranks checks (AUROC, a threshold learned from
+    labels) and agrees with the rule's label (yes from 0.5 up); it is a score, not a calibrated probability:
+    `ragcourt calibrate` measures how well it ranks. Negative cosines count as no similarity."""
+    s = min(max(similarity, 0.0), 1.0)
+    p_yes = s / (2 * threshold) if s < threshold else 0.5 + (s - threshold) / (2 * (1 - threshold))
+    return {Label.YES: p_yes, Label.NO: 1.0 - p_yes}
+
+
+def certain(label: Label) -> dict[Label, float]:
+    """The probabilities of a rule that decides outright (a number the target lacks, a yes/no compared word
+    for word): all on its label."""
+    return {Label.YES: float(label is Label.YES), Label.NO: float(label is Label.NO)}
 
 
 @dataclass
@@ -77,7 +96,7 @@ class BaselineJudge:
             score = round(10 * self._answer_quality(check.subject_text, check))
             return Verdict(score=float(score), rationale=f"{self.rule} score {score}/10", **common)
         if kind is CheckKind.PAIRWISE:
-            a, b = self._answer_quality(check.subject_text, check), self._answer_quality(check.target_text, check)
+            a, b = self._preference_score(check.subject_text, check), self._preference_score(check.target_text, check)
             label = Label.TIE if abs(a - b) < 0.05 else (Label.A if a > b else Label.B)
             return Verdict(label=label, rationale=f"A {a:.2f} vs B {b:.2f}", **common)
         if kind in (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER):
@@ -88,13 +107,14 @@ class BaselineJudge:
             missing = numbers(check.subject_text) - numbers(check.target_text)
             if missing:
                 shown = ", ".join(sorted(missing))
-                return Verdict(label=Label.NO, rationale=f"{self.rule}: the number(s) {shown} are not in the target",
-                               **common)
+                return Verdict(label=Label.NO, probabilities=certain(Label.NO),
+                               rationale=f"{self.rule}: the number(s) {shown} are not in the target", **common)
         strict, lenient = THRESHOLDS[self.rule]
         threshold = lenient if kind is CheckKind.CLAIM_SERVES_SUBQUERY else strict
         similarity = self._similarity(check.subject_text, check.target_text)
         label = Label.YES if similarity >= threshold else Label.NO
-        return Verdict(label=label, rationale=f"{self.rule} similarity {similarity:.2f} vs {threshold}", **common)
+        return Verdict(label=label, probabilities=similarity_probabilities(similarity, threshold),
+                       rationale=f"{self.rule} similarity {similarity:.2f} vs {threshold}", **common)
 
     def _yes_no_element(self, kind: CheckKind, check: Check, element: str, common: dict[str, Any]) -> Verdict:
         """A reference answer that is just "yes" or "no" (HotpotQA's comparison questions): no overlap or
@@ -103,11 +123,24 @@ class BaselineJudge:
         is compared word for word (as soft correctness does); anything else is left to the other judges."""
         said = answered_yes_no(check.target_text) if kind is CheckKind.ELEMENT_IN_ANSWER else None
         if said is not None:
-            return Verdict(label=Label.YES if said == element else Label.NO,
+            label = Label.YES if said == element else Label.NO
+            return Verdict(label=label, probabilities=certain(label),
                            rationale=f"the answer says {said!r}, the element {element!r}", **common)
         where = "context" if kind is CheckKind.ELEMENT_IN_CONTEXT else "answer (it does not start with yes or no)"
         return Verdict(**common | {"status": VerdictStatus.UNSCORED}, unscored_reason=UnscoredReason.BEYOND_RULE,
                        detail=f"the {self.rule} rule cannot tell whether the {where} implies {element!r}")
+
+    def _preference_score(self, answer: str, check: Check) -> float:
+        if self.rule is BaselineRule.LEXICAL:
+            return self._answer_quality(answer, check)
+        targets = [text for text in (check.reference, check.evidence) if text] or [check.question]
+        return float(np.mean([self._cosine(answer, target) for target in targets]))
+
+    def _cosine(self, first: str, second: str) -> float:
+        assert self.embed is not None
+        vectors = np.asarray(self.embed([first, second]), dtype=np.float64)
+        norms = np.linalg.norm(vectors, axis=1)
+        return float(vectors[0] @ vectors[1] / max(norms[0] * norms[1], 1e-12))
 
     def _answer_quality(self, answer: str, check: Check) -> float:
         if check.reference:

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ragcourt.prompts.library import PromptId, load_prompt, untrusted
+from ragcourt.prompts.library import PromptId, load_prompt, question_block, untrusted
 from ragcourt.schema import Check, CheckKind, Label
 
 COMBINABLE = frozenset({
@@ -51,6 +51,14 @@ class ClaimCheck(BaseModel):
     served_subquery_ids: list[str] | None = Field(
         default=None, description="ids of the sub-queries (e.g. Q1) it serves; null if not asked"
     )
+
+
+# The yes / no fields of a combined reply, by the check kind they decide (the others are lists of linked ids).
+COMBINED_DECISION_KEYS: dict[CheckKind, str] = {
+    CheckKind.ELEMENT_IN_CONTEXT: "in_context",
+    CheckKind.ELEMENT_IN_ANSWER: "in_answer",
+    CheckKind.SUBQUERY_ANSWERED: "answered",
+}
 
 
 class CombinedJudgements(BaseModel):
@@ -121,7 +129,7 @@ def render_combined(checks: Sequence[Check]) -> CombinedBatch:
     chunk_pairs = targets(CheckKind.SUBQUERY_IN_CHUNK, CheckKind.CLAIM_SUPPORTED)
     contexts = targets(CheckKind.ELEMENT_IN_CONTEXT)
     answers = targets(CheckKind.ELEMENT_IN_ANSWER)
-    claim_sets = targets(CheckKind.SUBQUERY_ANSWERED)
+    claim_sets = _unique([(c.subject_id, c.target_text) for c in by_kind.get(CheckKind.SUBQUERY_ANSWERED, ())])
 
     evidence: list[str] = []
     segments = context_segments(contexts[0][1], [t for _, t in chunk_pairs]) if len(contexts) == 1 else None
@@ -136,10 +144,10 @@ def render_combined(checks: Sequence[Check]) -> CombinedBatch:
         evidence.append("Retrieved context:\n" + "\n\n".join(untrusted(t, "CONTEXT") for _, t in contexts))
     if answers:
         evidence.append("Answer:\n" + "\n\n".join(untrusted(t, "ANSWER") for _, t in answers))
-    listed_claims = "\n".join(text for _, text in claims.values())
-    if claim_sets and any(text != listed_claims for _, text in claim_sets):
-        evidence.append("Answer claims (for whether a sub-query is answered):\n"
-                        + "\n\n".join(untrusted(t, "CLAIMS") for _, t in claim_sets))
+    if claim_sets:  # seed 002 3.4.2: each sub-query is judged on its own related claims R(q), shown with it
+        shown_as = {our_id: sid for sid, (our_id, _) in subqueries.items()}
+        evidence.append("Answer claims related to each sub-query (judge whether it is answered with these only):\n"
+                        + "\n\n".join(f"[{shown_as[sq]}] {untrusted(text, 'CLAIMS')}" for sq, text in claim_sets))
 
     items = []
     if elements:
@@ -149,7 +157,9 @@ def render_combined(checks: Sequence[Check]) -> CombinedBatch:
     if claims:
         items.append("Claims of the answer:\n" + _block(claims, "CLAIM"))
     prompt = load_prompt(PromptId.JUDGE_COMBINED).render(
-        question=untrusted(checks[0].question, "QUESTION"),
+        # One sample's checks: those of the kinds that show the history all carry the same one (element
+        # checks carry none).
+        question=question_block(checks[0].question, next((c.history for c in checks if c.history), ())),
         evidence="\n\n".join(evidence) or "(none)",
         items="\n\n".join(items),
         tasks="\n".join(f"- {TASKS[kind]}" for kind in sorted(by_kind, key=list(TASKS).index)),
@@ -165,7 +175,8 @@ TASKS: dict[CheckKind, str] = {
     CheckKind.ELEMENT_IN_CONTEXT: 'elements "in_context": is each element in the retrieved context?',
     CheckKind.ELEMENT_IN_ANSWER: 'elements "in_answer": is each element in the answer?',
     CheckKind.SUBQUERY_IN_CHUNK: 'subqueries "chunk_ids": which chunks answer each sub-query?',
-    CheckKind.SUBQUERY_ANSWERED: 'subqueries "answered": do the answer\'s claims answer each sub-query fully?',
+    CheckKind.SUBQUERY_ANSWERED: 'subqueries "answered": do the claims related to each sub-query (shown with its id '
+                                 'above) answer it fully?',
     CheckKind.CLAIM_SUPPORTED: 'claims "supporting_chunk_ids": which chunks support each claim?',
     CheckKind.CLAIM_SERVES_SUBQUERY: 'claims "served_subquery_ids": which sub-queries does each claim serve?',
 }
@@ -174,14 +185,15 @@ TASKS: dict[CheckKind, str] = {
 # --------------------------------------------------------------------------- reading the reply
 
 
-def _key(replied: str) -> str:
+def shown_id(replied: str) -> str:
+    """An id as the model replied it, without the brackets it was shown in ("[E1]" -> "E1")."""
     return replied.strip().strip("[]").strip()
 
 
 def _linked(replied: list[str] | None, shown: dict[str, str], target_id: str) -> Label | None:
     if replied is None:
         return None
-    return Label.YES if target_id in {shown.get(_key(i)) for i in replied} else Label.NO
+    return Label.YES if target_id in {shown.get(shown_id(i)) for i in replied} else Label.NO
 
 
 def _yes_no(value: YesNo | None) -> Label | None:
@@ -191,7 +203,7 @@ def _yes_no(value: YesNo | None) -> Label | None:
 def read_labels(batch: CombinedBatch, reply: CombinedJudgements, checks: Sequence[Check]) -> dict[str, tuple[Label, str] | None]:
     """check id -> (label, reasoning), or None when the reply has no entry or no field for that check."""
     def entries(listed: Sequence[ElementCheck | SubqueryCheck | ClaimCheck], shown: dict[str, str]) -> dict:
-        return {shown[_key(e.item_id)]: e for e in listed if _key(e.item_id) in shown}
+        return {shown[shown_id(e.item_id)]: e for e in listed if shown_id(e.item_id) in shown}
 
     elements = entries(reply.elements, batch.elements)
     subqueries = entries(reply.subqueries, batch.subqueries)

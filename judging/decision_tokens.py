@@ -1,4 +1,9 @@
-"""Where a structured pairwise reply states its decision, and the A / B / Tie probabilities there.
+"""Where a structured reply states its decisions, and the probabilities of the labels there.
+
+Pairwise (seed 001): A / B / Tie at the value of the ``"decision"`` key. Binary checks: yes / no at the value
+of each item's decision key (``"verdict"`` of a per-kind batch; ``"in_context"``, ``"in_answer"``,
+``"answered"`` of a combined one), found in the JSON object that names the item (``"item_id"``), whatever
+the order of its keys.
 
 The judge answers with JSON (tool-call arguments or message content), e.g.
 ``{"analysis": "...", "decision": "A"}``. The endpoint's logprobs are per output token of that JSON, so the
@@ -14,8 +19,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 
+from ragcourt.judging.combined_checks import shown_id
 from ragcourt.llm.reply import TokenLogprob
 from ragcourt.metrics.dice import DecisionProbabilities, decision_probabilities
 from ragcourt.schema import Label
@@ -50,30 +56,128 @@ def decision_token(tokens: Sequence[TokenLogprob]) -> TokenLogprob | None:
     return None
 
 
+def _label_logprobs(token: TokenLogprob, label_of: Callable[[str], Label | None]) -> dict[Label, float] | None:
+    """The log probability of each label among a decision token's top alternatives; variants of one label
+    (" A" and "A") pooled as the log of their summed probability. None without top alternatives (the chosen
+    token alone would always read as probability 1) or when none of them is a label."""
+    if not token.top:
+        return None
+    alternatives = dict(token.top)
+    alternatives.setdefault(token.token, token.logprob)
+    pooled: dict[Label, list[float]] = {}
+    for text, logprob in alternatives.items():
+        label = label_of(text)
+        if label is not None and logprob > -math.inf:
+            pooled.setdefault(label, []).append(logprob)
+    if not pooled:
+        return None
+    return {label: max(lps) + math.log(math.fsum(math.exp(lp - max(lps)) for lp in lps))
+            for label, lps in pooled.items()}
+
+
 def token_decision_probabilities(tokens: Sequence[TokenLogprob] | None) -> DecisionProbabilities | None:
     """Softmax over A / B / Tie at the decision token; None when there are no logprobs, no decision token,
     or no top alternatives (the chosen token alone would always read as probability 1)."""
     if not tokens:
         return None
     chosen = decision_token(tokens)
-    if chosen is None or not chosen.top:
+    summed = _label_logprobs(chosen, decision_label_of_token) if chosen is not None else None
+    if summed is None:
         return None
-    alternatives = dict(chosen.top)
-    alternatives.setdefault(chosen.token, chosen.logprob)
-    pooled: dict[Label, list[float]] = {}
-    for token, logprob in alternatives.items():
-        label = decision_label_of_token(token)
-        if label is not None and logprob > -math.inf:
-            pooled.setdefault(label, []).append(logprob)
-    if not pooled:
-        return None
-    # variants of one label (" A" and "A") are pooled: log of the summed probability
-    summed = {
-        label.value: max(lps) + math.log(math.fsum(math.exp(lp - max(lps)) for lp in lps))
-        for label, lps in pooled.items()
-    }
-    probabilities = decision_probabilities(summed)
+    probabilities = decision_probabilities({label.value: lp for label, lp in summed.items()})
     return None if probabilities.na_reason else probabilities
+
+
+def _token_at(tokens: Sequence[TokenLogprob], at: int) -> TokenLogprob | None:
+    """The token holding character `at` of the concatenated text, or the first token after it with content."""
+    offset = 0
+    for token in tokens:
+        end = offset + len(token.token)
+        if end > at and token.token.strip(_JSON_PUNCTUATION):
+            return token
+        offset = end
+    return None
+
+
+def item_decision_tokens(tokens: Sequence[TokenLogprob], keys: Collection[str]) -> dict[tuple[str, str], TokenLogprob]:
+    """(item id as shown, key) -> the token where that item's value of `key` starts (string values only).
+
+    A small scan of the reply's JSON (strings with escapes, objects nested in lists): a key belongs to the
+    innermost object around it, and that object's ``"item_id"`` may come before or after it. An item named
+    twice keeps neither: the reply is ambiguous there, so it gets no probability.
+    """
+    text = "".join(t.token for t in tokens)
+    objects: list[dict[str, object]] = []  # per open object: its item_id and the value offsets of `keys`
+    found: dict[tuple[str, str], int] = {}
+    ambiguous: set[tuple[str, str]] = set()
+    pos, last_key, expecting_value = 0, None, False
+    while pos < len(text):
+        char = text[pos]
+        if char == '"':
+            end = pos + 1
+            while end < len(text) and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            value = text[pos + 1:end]
+            after = end + 1
+            while after < len(text) and text[after] in " \t\r\n":
+                after += 1
+            if after < len(text) and text[after] == ":" and not expecting_value:
+                last_key, expecting_value = value, True
+                pos = after + 1
+                continue
+            if expecting_value and objects:
+                if last_key == "item_id":
+                    objects[-1]["item_id"] = value
+                elif last_key in keys:
+                    objects[-1][f"@{last_key}"] = pos + 1
+                expecting_value = False
+            pos = end + 1
+            continue
+        if char == "{":
+            objects.append({})
+            expecting_value = False
+        elif char == "}" and objects:
+            closed = objects.pop()
+            item = closed.get("item_id")
+            for key in keys:
+                at = closed.get(f"@{key}")
+                if isinstance(item, str) and isinstance(at, int):
+                    item = shown_id(item)
+                    if (item, key) in found:
+                        ambiguous.add((item, key))
+                    found[(item, key)] = at
+        elif char in "[,":
+            expecting_value = False
+        elif expecting_value and not char.isspace():
+            expecting_value = False  # a non-string value (null, a list, a number): no decision token
+        pos += 1
+    out = {}
+    for name, at in found.items():
+        token = _token_at(tokens, at)
+        if name not in ambiguous and token is not None:
+            out[name] = token
+    return out
+
+
+def yes_no_label_of_token(token: str) -> Label | None:
+    text = token.strip(_JSON_PUNCTUATION).casefold()
+    return {"yes": Label.YES, "no": Label.NO}.get(text)
+
+
+def yes_no_probabilities(token: TokenLogprob | None, chosen: Label) -> dict[Label, float] | None:
+    """P(yes), P(no) at a decision token: the softmax over the endpoint's yes / no alternatives there (variants
+    pooled), as seed 001 does for A / B / Tie. None without top alternatives (the chosen token alone would
+    always read as 1), when the token does not state `chosen` (the reply parsed is not the one scored), or
+    when no alternative is a yes or a no."""
+    if token is None or yes_no_label_of_token(token.token) is not chosen:
+        return None
+    summed = _label_logprobs(token, yes_no_label_of_token)
+    if summed is None:
+        return None
+    top = max(summed.values())
+    mass = {label: math.exp(lp - top) for label, lp in summed.items()}
+    total = math.fsum(mass.values())
+    return {label: mass.get(label, 0.0) / total for label in (Label.YES, Label.NO)}
 
 
 def verdict_probabilities(tokens: Sequence[TokenLogprob] | None) -> dict[Label, float] | None:

@@ -18,11 +18,12 @@ from pydantic import BaseModel, Field
 
 from ragcourt.llm.client import LLMClient
 from ragcourt.metrics.text import sentences
-from ragcourt.prompts.library import PromptId, load_prompt, untrusted
+from ragcourt.prompts.library import PromptId, load_prompt, question_block, untrusted
 from ragcourt.schema import (
     Decomposition,
     DecompositionKind,
     QueryType,
+    Turn,
     UnscoredReason,
     VerdictStatus,
     content_id,
@@ -47,7 +48,9 @@ class Decomposer(Protocol):
 
     def prompt_hash(self, kind: DecompositionKind) -> str: ...
 
-    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split: ...
+    async def split(self, kind: DecompositionKind, text: str, question: str, history: tuple[Turn, ...] = ()) -> Split:
+        """`history`: the conversation before `question` (seed 002, section 6), for sub-queries and claims."""
+        ...
 
 
 class QueryDecomposition(BaseModel):
@@ -92,16 +95,20 @@ class LLMDecomposer:
     def prompt_hash(self, kind: DecompositionKind) -> str:
         return load_prompt(_PROMPTS[kind]).hash
 
-    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+    async def split(self, kind: DecompositionKind, text: str, question: str, history: tuple[Turn, ...] = ()) -> Split:
         prompt = load_prompt(_PROMPTS[kind])
-        quoted_question = untrusted(question, "QUESTION")
+        # Sub-queries are resolved against the history ("when was it founded?" -> "when was Acme founded?"), and
+        # claims too, so that each stays self-contained.
+        quoted_question = question_block(question, history)
         schema: type[QueryDecomposition | ClaimList | ElementList]
         if kind is DecompositionKind.SUBQUERIES:
             rendered, schema = prompt.render(question=quoted_question), QueryDecomposition
         elif kind is DecompositionKind.CLAIMS:
             rendered, schema = prompt.render(question=quoted_question, answer=untrusted(text, "ANSWER")), ClaimList
         else:
-            rendered = prompt.render(question=quoted_question, reference=untrusted(text, "REFERENCE"))
+            # Elements are frozen per reference text (seed 003) and reused for every question that has it, so
+            # their prompt shows no question: a split cannot depend on what its key leaves out.
+            rendered = prompt.render(reference=untrusted(text, "REFERENCE"))
             schema = ElementList
         result = await self.client.structured_call(
             [SystemMessage("You decompose texts into units for evaluation. Reply as JSON."), HumanMessage(rendered)],
@@ -132,7 +139,9 @@ class SentenceDecomposer:
     def prompt_hash(self, kind: DecompositionKind) -> str:
         return content_id("sentence-rules", kind, 2)  # bump when the rules change
 
-    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+    async def split(self, kind: DecompositionKind, text: str, question: str, history: tuple[Turn, ...] = ()) -> Split:
+        # Rules cannot resolve "it" against earlier turns: the history is ignored (its split is keyed by it all
+        # the same, like any decomposer's).
         if kind is DecompositionKind.SUBQUERIES:
             parts = [p.strip() for p in _QUESTION_SPLIT.split(text.strip()) if p.strip()]
             if len(parts) > 1:
@@ -146,22 +155,28 @@ SplitsInFlight = dict[str, "asyncio.Task[Decomposition]"]
 
 async def frozen_split(
     store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str,
-    in_flight: SplitsInFlight | None = None,
+    in_flight: SplitsInFlight | None = None, *, history: tuple[Turn, ...] = (),
 ) -> Decomposition:
     """The stored split of `text` if there is one (possibly edited by a person), else a new one.
 
-    Content addressed by (kind, text, prompt hash, model): every later run reuses it, so element lists
-    stay frozen across runs. Failed splits are returned but not stored, so a later run can retry them.
+    Content addressed by what its prompt shows (kind, text, the question for claims, the conversation history
+    when there is one, prompt hash, model):
+    every later run reuses it, so element lists stay frozen across runs. Failed splits are returned but not stored, so a later run can retry them.
     With `in_flight` (one per run), concurrent samples that need the same split (HotpotQA's reference "yes")
     share one call instead of racing to store different ones.
     """
     prompt_hash = decomposer.prompt_hash(kind)
-    record_id = Decomposition.make_id(kind, text, prompt_hash, decomposer.model_id)
+    # Claims are keyed by the question too: their prompt shows it (an answer "Yes." makes other claims under
+    # other questions). Elements and sub-queries are the split of one text alone.
+    record_id = Decomposition.make_id(kind, text, prompt_hash, decomposer.model_id,
+                                      question=question if kind is DecompositionKind.CLAIMS else None,
+                                      history=history)
     if in_flight is None:
-        return await _stored_or_new(store, decomposer, kind, text, question, record_id, prompt_hash)
+        return await _stored_or_new(store, decomposer, kind, text, question, record_id, prompt_hash, history)
     task = in_flight.get(record_id)
     if task is None:
-        task = asyncio.ensure_future(_stored_or_new(store, decomposer, kind, text, question, record_id, prompt_hash))
+        task = asyncio.ensure_future(
+            _stored_or_new(store, decomposer, kind, text, question, record_id, prompt_hash, history))
         in_flight[record_id] = task
         task.add_done_callback(lambda _: in_flight.pop(record_id, None))
     return await asyncio.shield(task)  # one sample cancelled does not cancel the split the others wait for
@@ -170,6 +185,7 @@ async def frozen_split(
 async def split_for_sample(
     store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str, *,
     run_id: str, sample_id: str, pinned: Sequence[Decomposition] = (), in_flight: SplitsInFlight | None = None,
+    history: tuple[Turn, ...] = (),
 ) -> Decomposition:
     """The split one sample of one run is evaluated with.
 
@@ -184,7 +200,7 @@ async def split_for_sample(
             if split.source_text == text:
                 return split
             outdated = True  # the sample's text changed since (a resumed run over an edited dataset)
-    split = await frozen_split(store, decomposer, kind, text, question, in_flight)
+    split = await frozen_split(store, decomposer, kind, text, question, in_flight, history=history)
     if split.status is VerdictStatus.OK:
         await store.apin_split(run_id, sample_id, split, replace=outdated)
     return split
@@ -192,12 +208,15 @@ async def split_for_sample(
 
 async def _stored_or_new(
     store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str, record_id: str,
-    prompt_hash: str,
+    prompt_hash: str, history: tuple[Turn, ...],
 ) -> Decomposition:
     stored = await asyncio.to_thread(store.get_decomposition, record_id)
     if stored is not None:
         return stored
-    split = await decomposer.split(kind, text, question)
+    # Without history, called as before it existed: a decomposer written against the three-argument split
+    # keeps working on single-turn samples.
+    split = await (decomposer.split(kind, text, question, history) if history
+                   else decomposer.split(kind, text, question))
     record = Decomposition(
         id=record_id, kind=kind, source_text=text, items=split.items, query_type=split.query_type,
         prompt_hash=prompt_hash, model_id=decomposer.model_id, status=split.status,

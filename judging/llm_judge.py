@@ -7,18 +7,25 @@ whatever the batching: an item the model left out of its reply is `unscored` (mi
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ragcourt.judging.combined_checks import CombinedJudgements, read_labels, render_combined
-from ragcourt.judging.decision_tokens import verdict_probabilities
+from ragcourt.judging.combined_checks import (
+    COMBINED_DECISION_KEYS,
+    CombinedJudgements,
+    read_labels,
+    render_combined,
+    shown_id,
+)
+from ragcourt.judging.decision_tokens import item_decision_tokens, verdict_probabilities, yes_no_probabilities
 from ragcourt.llm.client import LLMClient, StructuredResult
-from ragcourt.prompts.library import PromptId, load_prompt, untrusted
+from ragcourt.prompts.library import PromptId, load_prompt, question_block, untrusted
 from ragcourt.schema import Check, CheckKind, Label, TokenUsage, UnscoredReason, Verdict, VerdictStatus
+from ragcourt.schema.config import DimensionProtocol
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -55,6 +62,18 @@ class DimensionScore(BaseModel):
     score: int = Field(description="integer from 0 to 10")
 
 
+class ScoreOnly(BaseModel):
+    """Seed 000's dimension reply: the final score and nothing else."""
+
+    score: int = Field(description="integer from 0 to 10")
+
+
+DIMENSION_PROTOCOLS: dict[DimensionProtocol, tuple[PromptId, type[DimensionScore] | type[ScoreOnly]]] = {
+    DimensionProtocol.REASONED: (PromptId.DIMENSION_SCORE, DimensionScore),
+    DimensionProtocol.SCORE_ONLY: (PromptId.DIMENSION_SCORE_ONLY, ScoreOnly),
+}
+
+
 class PairwiseDecision(BaseModel):
     analysis: str = Field(description="stage one: compare both answers against the evidence")
     decision: Literal["A", "B", "Tie"] = Field(description="stage two: the single better answer, or Tie")
@@ -83,9 +102,12 @@ LAYOUTS: dict[CheckKind, KindLayout] = {
 }
 
 
-def _shown_id(replied: str) -> str:
-    """An id as the model replied it, without the brackets it was shown in ("[E1]" -> "E1")."""
-    return replied.strip().strip("[]").strip()
+HISTORY_KINDS = frozenset({
+    CheckKind.SUBQUERY_IN_CHUNK, CheckKind.CLAIM_SERVES_SUBQUERY, CheckKind.CLAIM_SUPPORTED,
+    CheckKind.SUBQUERY_ANSWERED,
+})
+"""The kinds whose prompt shows a conversation's history (Q-CARE's alignment and coverage checks, seed 002
+section 6): the check planner gives their checks the sample's history, so it joins their content ids."""
 
 
 def _unique(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -98,10 +120,16 @@ def render_batch(kind: CheckKind, checks: Sequence[Check]) -> tuple[str, dict[st
     subjects = _unique([(c.subject_id, c.subject_text) for c in checks])
     targets = _unique([(c.target_id, c.target_text) for c in checks])
     shown_items = {f"{layout.item_prefix}{i}": sid for i, (sid, _) in enumerate(subjects, start=1)}
+    notes: dict[str, str] = {}
+    if kind is CheckKind.SUBQUERY_ANSWERED:
+        claims_block, notes = _related_claims(checks, shown_items)
     items = "\n".join(
-        f"[{shown}] {untrusted(text, 'ITEM')}" for shown, (_, text) in zip(shown_items, subjects, strict=True)
+        f"[{shown}]{f' ({notes[shown]})' if shown in notes else ''} {untrusted(text, 'ITEM')}"
+        for shown, (_, text) in zip(shown_items, subjects, strict=True)
     )
-    if layout.linked:
+    if kind is CheckKind.SUBQUERY_ANSWERED:
+        shown_targets, target_block = {}, claims_block
+    elif layout.linked:
         prefix = "Q" if kind is CheckKind.CLAIM_SERVES_SUBQUERY else "ctx_"
         start = 1 if prefix == "Q" else 0
         shown_targets = {f"{prefix}{i}": tid for i, (tid, _) in enumerate(targets, start=start)}
@@ -111,10 +139,30 @@ def render_batch(kind: CheckKind, checks: Sequence[Check]) -> tuple[str, dict[st
     else:
         shown_targets = {}
         target_block = untrusted(targets[0][1] if targets else "", layout.target_variable.upper())
+    # A batch is one sample's: its checks share the question and the history (which only HISTORY_KINDS carry).
     prompt = load_prompt(layout.prompt).render(
-        question=untrusted(checks[0].question, "QUESTION"), items=items, **{layout.target_variable: target_block}
+        question=question_block(checks[0].question, checks[0].history), items=items,
+        **{layout.target_variable: target_block},
     )
     return prompt, shown_items, shown_targets
+
+
+def claims_target_text(claims: Iterable[str]) -> str:
+    """The target of a check against a set of claims (WholeTarget.CLAIMS; for subquery_answered, R(q)): one
+    claim a line (a line break inside a claim becomes a space, so the lines give the claims back)."""
+    return "\n".join(" ".join(claim.splitlines()) for claim in claims)
+
+
+def _related_claims(checks: Sequence[Check], shown_items: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """Seed 002 3.4.2: each sub-query is judged on its own related claims R(q). The batch's claims are listed
+    once with ids (A1, A2, ...); each item's note names its related ones, as the prompt asks."""
+    related = {c.subject_id: c.target_text.splitlines() for c in checks}
+    claims = {text: f"A{i}" for i, text in enumerate(dict.fromkeys(t for lines in related.values() for t in lines),
+                                                     start=1)}
+    notes = {shown: "related claims: " + ", ".join(claims[t] for t in related[subject])
+             for shown, subject in shown_items.items()}
+    block = "\n".join(f"[{shown}] {untrusted(text, 'CLAIM')}" for text, shown in claims.items())
+    return block, notes
 
 
 # --------------------------------------------------------------------------- LLM judge
@@ -122,8 +170,15 @@ def render_batch(kind: CheckKind, checks: Sequence[Check]) -> tuple[str, dict[st
 
 @dataclass
 class LLMJudge:
+    """dimension_protocol: how CuBE dimension scores are asked (JudgeSpec.protocol). repeats: seed 000's
+    single-model jury (5.8): each dimension is scored that many times, through repeat_client (the same model,
+    sampling) when given, and the verdict's score is their mean."""
+
     client: LLMClient
     judge_id: str
+    dimension_protocol: DimensionProtocol = DimensionProtocol.REASONED
+    repeats: int = 1
+    repeat_client: LLMClient | None = None
 
     async def judge(self, kind: CheckKind, checks: Sequence[Check]) -> list[Verdict]:
         if not checks:
@@ -148,10 +203,14 @@ class LLMJudge:
             ]
         replied = cast("LinkJudgements | BinaryJudgements", result.value)
         by_subject: dict[str, Any] = {  # ItemLinks when the layout is linked, else ItemJudgement
-            shown_items[_shown_id(j.item_id)]: j
+            shown_items[shown_id(j.item_id)]: j
             for j in replied.judgements
-            if _shown_id(j.item_id) in shown_items
+            if shown_id(j.item_id) in shown_items
         }
+        # P(yes) / P(no) at each item's "verdict" token, where the endpoint returned logprobs; a list of linked
+        # ids has no single decision token, so linked kinds carry none.
+        decisions = {} if layout.linked else item_decision_tokens(result.logprobs or (), ("verdict",))
+        shown_as = {subject: shown for shown, subject in shown_items.items()}
         verdicts = []
         for check, meta in zip(checks, metas, strict=True):
             judgement = by_subject.get(check.subject_id)
@@ -162,12 +221,14 @@ class LLMJudge:
                 ))
                 continue
             if layout.linked:
-                linked = {shown_targets.get(_shown_id(i)) for i in judgement.ids}
+                linked = {shown_targets.get(shown_id(i)) for i in judgement.ids}
                 label = Label.YES if check.target_id in linked else Label.NO
             else:
                 label = Label(judgement.verdict)
+            token = decisions.get((shown_as.get(check.subject_id, ""), "verdict"))
             verdicts.append(Verdict(
-                check_id=check.id, status=VerdictStatus.OK, label=label, rationale=judgement.reasoning, **meta
+                check_id=check.id, status=VerdictStatus.OK, label=label, rationale=judgement.reasoning,
+                probabilities=yes_no_probabilities(token, label), **meta
             ))
         return verdicts
 
@@ -186,10 +247,12 @@ class LLMJudge:
         latency = time.perf_counter() - started
         return [self._meta(prompt, result.usage, latency, count, result.raw_text, i) for i in range(count)]
 
-    async def _ask_one(self, check: Check, prompt: PromptId, text: str, schema: type[S]) -> tuple[S | None, dict, Verdict | None]:
+    async def _ask_one(self, check: Check, prompt: PromptId, text: str, schema: type[S], system: str | None = None,
+                       client: LLMClient | None = None) -> tuple[S | None, dict, Verdict | None]:
         """One structured call for one check: the parsed value, the verdict metadata, or the unscored verdict."""
         started = time.perf_counter()
-        result = await self.client.structured_call([SystemMessage(_SYSTEM), HumanMessage(text)], schema)
+        result = await (client or self.client).structured_call(
+            [SystemMessage(system or _SYSTEM), HumanMessage(text)], schema)
         meta = self._meta(prompt, result.usage, time.perf_counter() - started, 1, result.raw_text)
         if result.value is None:
             return None, meta, Verdict(check_id=check.id, status=VerdictStatus.UNSCORED,
@@ -211,6 +274,8 @@ class LLMJudge:
             return [Verdict(check_id=c.id, status=VerdictStatus.UNSCORED, unscored_reason=result.reason,
                             detail=result.detail, **meta) for c, meta in zip(checks, metas, strict=True)]
         labels = read_labels(batch, result.value, checks)
+        decisions = item_decision_tokens(result.logprobs or (), COMBINED_DECISION_KEYS.values())
+        shown_as = {subject: shown for shown, subject in [*batch.elements.items(), *batch.subqueries.items()]}
         verdicts = []
         for check, meta in zip(checks, metas, strict=True):
             decided = labels[check.id]
@@ -220,24 +285,39 @@ class LLMJudge:
                     detail=f"the judge's reply has no {check.kind} decision for this item", **meta,
                 ))
             else:
+                key = COMBINED_DECISION_KEYS.get(check.kind)
+                token = decisions.get((shown_as.get(check.subject_id, ""), key)) if key else None
                 verdicts.append(Verdict(check_id=check.id, status=VerdictStatus.OK, label=decided[0],
-                                        rationale=decided[1], **meta))
+                                        rationale=decided[1], probabilities=yes_no_probabilities(token, decided[0]),
+                                        **meta))
         return verdicts
 
     async def _dimension(self, check: Check) -> Verdict:
-        text = load_prompt(PromptId.DIMENSION_SCORE).render(
+        prompt, schema = DIMENSION_PROTOCOLS[self.dimension_protocol]
+        text = load_prompt(prompt).render(
             dimension=check.dimension or "", rubric=check.target_text,
             question=untrusted(check.question, "QUESTION"), answer=untrusted(check.subject_text, "ANSWER"),
             source=untrusted(check.reference or "(no source material given)", "SOURCE"),
         )
-        value, meta, unscored = await self._ask_one(check, PromptId.DIMENSION_SCORE, text, DimensionScore)
+        if self.repeats == 1:
+            return await self._score_once(check, prompt, text, schema)
+        # Each repetition is its own call, cached under its own key: the system line names the repetition
+        # (raising `repeats` later reuses the repetitions already made); sampling makes them differ.
+        tries = [await self._score_once(check, prompt, text, schema, f"{_SYSTEM} Scoring repetition {r}.",
+                                        self.repeat_client) for r in range(1, self.repeats + 1)]
+        return mean_of_repetitions(check.id, tries)
+
+    async def _score_once(self, check: Check, prompt: PromptId, text: str,
+                          schema: type[DimensionScore] | type[ScoreOnly], system: str | None = None,
+                          client: LLMClient | None = None) -> Verdict:
+        value, meta, unscored = await self._ask_one(check, prompt, text, schema, system, client)
         if value is None:
             return unscored  # type: ignore[return-value]
         if not 0 <= value.score <= 10:
-            return Verdict(check_id=check.id, status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.OUT_OF_RANGE,
-                           detail=f"score {value.score} is outside 0-10", **meta)
+            return Verdict.unscored(check.id, meta.pop("judge_id"), UnscoredReason.OUT_OF_RANGE,
+                                    f"score {value.score} is outside 0-10", **meta)
         return Verdict(check_id=check.id, status=VerdictStatus.OK, score=float(value.score),
-                       rationale=value.reasoning, **meta)
+                       rationale=getattr(value, "reasoning", ""), **meta)
 
     async def _pairwise(self, check: Check) -> Verdict:
         text = load_prompt(PromptId.PAIRWISE).render(
@@ -255,6 +335,31 @@ class LLMJudge:
                            detail=result.detail, **meta)
         return Verdict(check_id=check.id, status=VerdictStatus.OK, label=Label(result.value.decision),
                        probabilities=verdict_probabilities(result.logprobs), rationale=result.value.analysis, **meta)
+
+
+def mean_of_repetitions(check_id: str, tries: Sequence[Verdict]) -> Verdict:
+    """One judge's verdict from its repeated scorings of a check (seed 000, 5.8): the mean of the scored ones,
+    which the rationale lists with every unscored one and why; unscored when none scored. Tokens and latency
+    are the sum of all the calls."""
+    first = tries[0]
+    usage = sum((t.usage for t in tries), TokenUsage())
+    common: dict[str, Any] = {
+        "judge_id": first.judge_id, "model_id": first.model_id, "prompt_id": first.prompt_id,
+        "prompt_hash": first.prompt_hash, "usage": usage, "latency_s": sum(t.latency_s or 0.0 for t in tries),
+        "raw_output": "\n".join(f"repetition {i}: {t.raw_output}" for i, t in enumerate(tries, start=1)),
+    }
+    scored = [(i, t) for i, t in enumerate(tries, start=1) if t.score is not None]
+    failed = [f"repetition {i} unscored ({t.unscored_reason}: {t.detail})" for i, t in enumerate(tries, start=1)
+              if t.score is None]
+    if not scored:
+        return Verdict.unscored(check_id, common.pop("judge_id"), cast(UnscoredReason, first.unscored_reason),
+                                f"all {len(tries)} repetitions unscored: {'; '.join(failed)}", **common)
+    scores = [cast(float, t.score) for _, t in scored]
+    lines = [f"mean of {len(scored)} scored repetitions of {len(tries)}: "
+             f"{', '.join(f'{score:g}' for score in scores)}", *failed]
+    lines += [f"repetition {i} ({t.score:g}): {t.rationale}" for i, t in scored if t.rationale]
+    return Verdict(check_id=check_id, status=VerdictStatus.OK, score=sum(scores) / len(scores),
+                   rationale="\n".join(lines), **common)
 
 
 _SYSTEM = (

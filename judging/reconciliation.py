@@ -1,10 +1,14 @@
 """The jury's verdicts on one check into one decision: the pure reconciliation policy.
 
-Binary checks: majority label; on a tie the first judge of the configuration decides provisionally.
+Binary checks: majority label. When the scored judges split evenly (1-1 for two judges) there is no majority:
+the record is `split`, has no label (a binary check) or Tie (a pairwise one, seed 001's hard score), and always
+escalates; where seed 003 averages the two judges' results a split counts 0.5 (`Reconciled.yes_value`).
+Nothing depends on the order the judges are listed in: not the label, the probabilities, nor the reason.
 Scores: mean. Probabilities: the mean of the judges' probabilities, or the vote shares without them.
 A check escalates when the share of scored judges agreeing with the label is below
-`escalate_below_agreement`, when scores spread more than `escalate_score_spread`, or when no judge gave
-a scored verdict. Unscored verdicts are excluded and counted. A person's review overrides everything.
+`escalate_below_agreement`, when the judges split, when scores spread more than `escalate_score_spread`, or
+when no judge gave a scored verdict. Unscored verdicts are excluded and counted. A person's review overrides
+everything.
 """
 
 from __future__ import annotations
@@ -56,14 +60,18 @@ def reconcile_check(
             votes[verdict.label] = votes.get(verdict.label, 0) + 1
     top = max(votes.values())
     leaders = [label for label, count in votes.items() if count == top]
-    label = leaders[0] if len(leaders) == 1 else next(v.label for v in scored if v.label in leaders)
     agreement = top / len(scored)
+    decision: dict[str, Any] = {
+        "probabilities": _probabilities(scored, votes), "agreement": agreement,
+        "method": ReconcileMethod.MEAN_PROBABILITY if any(v.probabilities for v in scored) else ReconcileMethod.MAJORITY,
+    }
+    if len(leaders) > 1:  # no majority: picking a leader would let the judges' listed order decide
+        return Reconciled(label=Label.TIE if check.kind is CheckKind.PAIRWISE else None, split=True, escalated=True,
+                          provisional=True, escalation_reason=f"judges split ({_tally(votes)})", **decision, **base)
     escalated = agreement < config.escalate_below_agreement
     return Reconciled(
-        label=label, probabilities=_probabilities(scored, votes), agreement=agreement,
-        method=ReconcileMethod.MEAN_PROBABILITY if any(v.probabilities for v in scored) else ReconcileMethod.MAJORITY,
-        escalated=escalated, provisional=escalated,
-        escalation_reason=f"judges disagree ({_tally(votes)})" if escalated else None, **base,
+        label=leaders[0], escalated=escalated, provisional=escalated,
+        escalation_reason=f"judges disagree ({_tally(votes)})" if escalated else None, **decision, **base,
     )
 
 

@@ -5,7 +5,9 @@ and always returns a `StructuredResult`, never raising for model or transport pr
 
 - OK with the validated value; or UNSCORED with a reason: PARSE_FAILURE (the output did not validate,
   even after one repair call that showed the model its validation error), REFUSAL, TIMEOUT (retries
-  used up on timeouts), ERROR (any other transport or API failure, with the detail).
+  used up on timeouts), ERROR (any other transport or API failure, with the detail). A reply body that is
+  not the API's JSON (garbage, cut short) is such a failure, retried like a 5xx; only a well-formed reply
+  whose content fails the schema is a PARSE_FAILURE.
 - The raw text of the model's output is always kept: tool-call arguments (re-serialised from the
   parsed arguments when they were valid JSON, verbatim when not) or message content.
 
@@ -35,7 +37,13 @@ from ragcourt.llm import openai_wire
 from ragcourt.llm.cache import LLMCache, cache_key, schema_json
 from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.llm.reply import ModelReply, TokenLogprob, filtered_refusal, token_logprobs
-from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy, call_with_retries, is_timeout
+from ragcourt.llm.retry import (
+    DEFAULT_RETRY,
+    MalformedResponseError,
+    RetryPolicy,
+    call_with_retries,
+    is_timeout,
+)
 from ragcourt.llm.spec import StructuredMethod
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.schema import TokenUsage, UnscoredReason, VerdictStatus
@@ -302,7 +310,10 @@ class LLMClient:
             return openai_wire.reply_from_completion(completion)
         runnable = self._bound_model(schema, kwargs)
         async with self._limiter if self._limiter is not None else contextlib.nullcontext():
-            message = await runnable.ainvoke(sent)
+            try:
+                message = await runnable.ainvoke(sent)
+            except json.JSONDecodeError as error:  # the provider's client could not read the reply's body
+                raise MalformedResponseError(f"the reply body is not JSON ({error})") from error
         return _reply_from_message(message)
 
     def _bound_model(self, schema: type[BaseModel], kwargs: dict[str, Any]) -> Runnable[Any, BaseMessage]:

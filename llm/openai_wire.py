@@ -5,6 +5,11 @@ settings, model_kwargs / extra_body, message conversion: all its own). `post` se
 ChatOpenAI holds (timeouts, headers and error types are the SDK's). What is skipped is LangChain's callback
 layer, its message objects for the reply and the thread hop it makes per call to build them; with LangSmith
 tracing on, calls take the LangChain path so the traces keep them.
+
+A reply body that is not a chat completion (not JSON, cut short, or JSON of another shape: the SDK hands
+those back as a str, a list or an empty model rather than raising) raises `MalformedResponseError`, which
+the client retries as a server fault; a completion whose content fails the output schema is the model's
+answer and is returned as it is.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from langsmith.utils import tracing_is_enabled
 from openai.types.chat import ChatCompletion
 
 from ragcourt.llm.reply import ModelReply, filtered_refusal, token_logprobs
+from ragcourt.llm.retry import MalformedResponseError
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
+_PREVIEW_CHARS = 80
 
 
 def is_direct(model: object) -> TypeGuard[ChatOpenAI]:
@@ -38,7 +45,23 @@ def request_body(model: ChatOpenAI, messages: Sequence[BaseMessage], kwargs: dic
 
 
 async def post(model: ChatOpenAI, body: dict[str, Any]) -> ChatCompletion:
-    return await model.root_async_client.post(CHAT_COMPLETIONS_PATH, body=body, cast_to=ChatCompletion)
+    try:
+        completion: object = await model.root_async_client.post(CHAT_COMPLETIONS_PATH, body=body,
+                                                                cast_to=ChatCompletion)
+    except json.JSONDecodeError as error:
+        raise MalformedResponseError(f"the reply body is not JSON ({error})") from error
+    if not _is_completion(completion):
+        preview = repr(completion)
+        preview = preview if len(preview) <= _PREVIEW_CHARS else f"{preview[:_PREVIEW_CHARS]}..."
+        raise MalformedResponseError(f"the reply body is not a chat completion with a choice: {preview}")
+    assert isinstance(completion, ChatCompletion)
+    return completion
+
+
+def _is_completion(reply: object) -> bool:
+    """The SDK builds its models without validating them (`construct`): check the one part every reply has."""
+    choices = getattr(reply, "choices", None) if isinstance(reply, ChatCompletion) else None
+    return isinstance(choices, list) and bool(choices) and getattr(choices[0], "message", None) is not None
 
 
 def _tool_arguments(text: str) -> str:

@@ -2,8 +2,10 @@
 
 Retried: HTTP 429 (waiting what `retry-after-ms` / `retry-after` asks), HTTP 5xx, timeouts and
 connection errors, as raised by the openai SDK, by httpx / httpx2, by langchain-core's model errors,
-or as builtin TimeoutError / ConnectionError. Never retried: other 4xx, and anything about the
-model's output (validation is the client's repair step, not a retry).
+or as builtin TimeoutError / ConnectionError; and a reply whose body is not the JSON the API promises
+(`MalformedResponseError`: garbage, a body cut short, JSON that is no chat completion), which is the
+server's fault as much as a 5xx is. Never retried: other 4xx, and anything about the model's output
+inside a well-formed reply (validation is the client's repair step, not a retry).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ except ImportError:  # pragma: no cover - depends on the installed openai SDK
 R = TypeVar("R")
 
 
+class MalformedResponseError(Exception):
+    """The HTTP reply's body is not the JSON the API promises: not JSON at all, cut short, or JSON that is no
+    chat completion. The server (or a proxy before it) failed, not the model: retried as a 5xx is."""
+
+
 def _status_code(error: BaseException) -> int | None:
     if isinstance(error, openai.APIStatusError):
         return error.status_code
@@ -47,9 +54,9 @@ def is_retryable(error: BaseException) -> bool:
         return status == 429 or status >= 500
     if isinstance(error, ModelError):
         return error.is_retryable
-    return isinstance(error, (openai.APIConnectionError, ConnectionError, *_TRANSPORT_ERRORS)) or is_timeout(
-        error
-    )
+    transient = (MalformedResponseError, openai.APIResponseValidationError, openai.APIConnectionError,
+                 ConnectionError, *_TRANSPORT_ERRORS)
+    return isinstance(error, transient) or is_timeout(error)
 
 
 def retry_after_s(error: BaseException) -> float | None:

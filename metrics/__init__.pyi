@@ -14,6 +14,7 @@ from .agreement import (
 from .cube import (
     RANK_SCORE_IS,
     AnswerSet,
+    CubeReading,
     CubeReport,
     JudgeCube,
     Spread,
@@ -89,6 +90,7 @@ __all__ = [
     "confusion_matrix",
     "content_tokens",
     "cube_report",
+    "CubeReading",
     "CubeReport",
     "Decision",
     "decision_probabilities",

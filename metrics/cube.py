@@ -21,6 +21,12 @@ Where DESIGN.md and seed 000 could be read two ways, the seed (and the numbers o
   from each end, with exactly ``scipy.stats.trim_mean`` semantics (documented choice, not the seed's).
 * Rank score (5.3): with TOP-N = 8 the seed maps a retrieved rank r to ``10 - r`` (= top_n + 2 - r), adds one
   point when the gold document was the only document retrieved, and gives 0 when it was not retrieved.
+* The RAG set is read two ways (`CubeReading`). Seed 000 calls its weighted aggregate (78.95) "the performance on
+  successfully retrieved cases" and multiplies it by R@k (80.41 %) for the CuBE score (63.48): the RAG set's means
+  are taken over the samples whose gold document was retrieved (RETRIEVED, the default whenever the caller says
+  which samples those are). Averaging every sample's RAG score instead (ALL) counts a miss twice: once in the
+  mean, once in R@k. The bounds are the whole closed-book and oracle sets in both readings: the seed builds them
+  for every question and does not say it restricts them (an open choice; the README says so).
 
 All scores are fractions (the normalized scores lie in [0, 1] when the RAG set falls between its bounds);
 the seed prints them x100. Nothing is clipped: a RAG score outside its bounds is reported as it is.
@@ -41,7 +47,8 @@ from ragcourt.schema import ConditionKind, MetricValue
 DEFAULT_TRIM_PROPORTION = 0.1
 RANK_SCORE = "the rank score"
 RANK_SCORE_IS = ("rank score = top_n + 2 - rank of the gold document in the normal retrieval, 0 when it was not "
-                 "retrieved; top_n is the config's top_k")
+                 "retrieved; top_n is the run's TOP-N: the config's top_k, or the most chunks the system returned "
+                 "when it returned more")
 
 
 class AnswerSet(StrEnum):
@@ -61,6 +68,17 @@ class AnswerSet(StrEnum):
         if kind not in by_condition:
             raise ValueError(f"condition {kind} is not a CuBE answer set")
         return by_condition[kind]
+
+
+class CubeReading(StrEnum):
+    """Which RAG samples the RAG set's dimension means average before the weighted score is multiplied by R@k."""
+
+    RETRIEVED = "retrieved"  # seed 000, 5.4-5.5: the samples whose gold document was retrieved
+    ALL = "all"  # every sample: a miss lowers the mean and, again, R@k
+
+    @property
+    def label(self) -> str:
+        return {CubeReading.RETRIEVED: "retrieved cases (seed 000)", CubeReading.ALL: "all samples"}[self]
 
 
 class _Frozen(BaseModel):
@@ -274,32 +292,107 @@ def spread(values: Sequence[float | None]) -> Spread:
     return Spread(mean=mean, sd=statistics.stdev(present), n=len(present), na_reason=reason)
 
 
-class JudgeCube(_Frozen):
-    """One judge's row of Table 4 with everything it was computed from."""
+class ReadingFigures(_Frozen):
+    """One reading of the RAG set (`CubeReading`): its trimmed dimension means and weighted total, placed between
+    the bounds (the normalized dimensions and Wgt. Score), and the CuBE score (Wgt. Score x R@k)."""
 
-    judge: str
-    dimension_means: dict[AnswerSet, dict[str, MetricValue]]
-    weights: DimensionWeights
-    weighted_totals: dict[AnswerSet, MetricValue]
+    reading: CubeReading
+    rag_means: dict[str, MetricValue]
+    rag_total: MetricValue
     normalized_dimensions: dict[str, MetricValue]
     weighted_score: MetricValue  # normalized weighted total ("Wgt. Score")
     cube_score: MetricValue
 
 
+class JudgeCube(_Frozen):
+    """One judge's row of Table 4 with everything it was computed from: the bounds (every sample), each reading
+    of the RAG set, and which reading is the default. dimension_means, weighted_totals, normalized_dimensions,
+    weighted_score and cube_score are the default reading's."""
+
+    judge: str
+    weights: DimensionWeights
+    bound_means: dict[AnswerSet, dict[str, MetricValue]]  # closed book and oracle
+    bound_totals: dict[AnswerSet, MetricValue]
+    readings: dict[CubeReading, ReadingFigures]
+    reading: CubeReading
+
+    @property
+    def default(self) -> ReadingFigures:
+        return self.readings[self.reading]
+
+    @property
+    def dimension_means(self) -> dict[AnswerSet, dict[str, MetricValue]]:
+        return {aset: self.default.rag_means if aset is AnswerSet.RAG else self.bound_means[aset] for aset in AnswerSet}
+
+    @property
+    def weighted_totals(self) -> dict[AnswerSet, MetricValue]:
+        return {aset: self.default.rag_total if aset is AnswerSet.RAG else self.bound_totals[aset] for aset in AnswerSet}
+
+    @property
+    def normalized_dimensions(self) -> dict[str, MetricValue]:
+        return self.default.normalized_dimensions
+
+    @property
+    def weighted_score(self) -> MetricValue:
+        return self.default.weighted_score
+
+    @property
+    def cube_score(self) -> MetricValue:
+        return self.default.cube_score
+
+
+class ReadingSpread(_Frozen):
+    """Mean +- sd across judges of one reading's normalized dimensions, Wgt. Score and CuBE score."""
+
+    dimensions: dict[str, Spread]
+    weighted_score: Spread
+    cube_score: Spread
+
+
 class CubeReport(_Frozen):
+    """Table 4 per judge, R@k, and the spread across judges per reading; the spread properties are the default
+    reading's."""
+
     judges: tuple[JudgeCube, ...]
     r_at_k: MetricValue
-    dimension_spread: dict[str, Spread]
-    weighted_score_spread: Spread
-    cube_score_spread: Spread
+    reading: CubeReading
+    spreads: dict[CubeReading, ReadingSpread]
+
+    @property
+    def reading_order(self) -> tuple[CubeReading, ...]:
+        """The readings the report holds, the default first."""
+        return (self.reading, *(r for r in self.spreads if r is not self.reading))
+
+    @property
+    def dimension_spread(self) -> dict[str, Spread]:
+        return self.spreads[self.reading].dimensions
+
+    @property
+    def weighted_score_spread(self) -> Spread:
+        return self.spreads[self.reading].weighted_score
+
+    @property
+    def cube_score_spread(self) -> Spread:
+        return self.spreads[self.reading].cube_score
 
 
 ScoresPerSet = Mapping[AnswerSet, Mapping[str, Sequence[float | None] | float]]
+NO_RETRIEVED_CASE = ("no sample's gold document was retrieved (R@k = 0): seed 000's reading averages the RAG "
+                     "scores of the retrieved cases, and there are none (see the all-samples reading)")
+AGGREGATED_RAG = ("the RAG scores are aggregated means: the retrieved cases cannot be picked out of them (give "
+                  "per-sample scores)")
 
 
-def _dimension_mean(scores: Sequence[float | None] | float, dim: str, proportion: float) -> MetricValue:
+def _dimension_mean(scores: Sequence[float | None] | float, dim: str, proportion: float,
+                    keep: Sequence[bool] | None = None) -> MetricValue:
+    """The trimmed mean of a dimension's per-sample scores (of the samples `keep` marks, when given), or an
+    already aggregated mean as it is."""
     if isinstance(scores, int | float):
         return MetricValue(name=f"mean_{dim}", value=float(scores), n=1)
+    if keep is not None:
+        if len(keep) != len(scores):
+            raise ValueError(f"retrieved must align with the per-sample scores of {dim}: {len(keep)} vs {len(scores)}")
+        scores = [s for s, k in zip(scores, keep, strict=True) if k]
     return trimmed_mean(scores, proportion, name=f"trimmed_mean_{dim}")
 
 
@@ -325,55 +418,91 @@ def _judge_weights(
     return auto_weights({d: s for d, s in rag.items() if not isinstance(s, int | float)}, rank_scores)
 
 
+def _total(means: Mapping[str, MetricValue], weights: DimensionWeights, name: str) -> MetricValue:
+    if weights.weights is None:
+        return _na(name, f"weights n/a: {weights.na_reason}")
+    return weighted_total({d: m.value for d, m in means.items()}, weights.weights, name=name)
+
+
+def _reading_na(reading: CubeReading, dims: Sequence[str], reason: str) -> ReadingFigures:
+    """A reading none of whose figures exists, for one reason (no retrieved case, aggregated RAG scores)."""
+    return ReadingFigures(reading=reading, rag_means={d: _na(f"trimmed_mean_{d}", reason) for d in dims},
+                          rag_total=_na(f"weighted_total_{AnswerSet.RAG}", reason),
+                          normalized_dimensions={d: _na(f"normalized_{d}", reason) for d in dims},
+                          weighted_score=_na("weighted_score", reason), cube_score=_na("cube_score", reason))
+
+
+def _reading(
+    reading: CubeReading,
+    rag_means: dict[str, MetricValue],
+    bound_means: Mapping[AnswerSet, Mapping[str, MetricValue]],
+    bound_totals: Mapping[AnswerSet, MetricValue],
+    weights: DimensionWeights,
+    r_at_k: MetricValue,
+) -> ReadingFigures:
+    closed, oracle = bound_means[AnswerSet.CLOSED_BOOK], bound_means[AnswerSet.ORACLE]
+    normalized_dimensions = {
+        d: _na(f"normalized_{d}", f"no mean to place between the bounds: {m.na_reason}") if m.value is None
+        else normalized(m.value, closed[d].value, oracle[d].value, name=f"normalized_{d}")
+        for d, m in rag_means.items()
+    }
+    missing = [d for d, m in rag_means.items() if m.value is None and (weights.weights or {}).get(d, 0) > 0]
+    if missing:
+        rag_total = _na(f"weighted_total_{AnswerSet.RAG}", f"no mean for weighted dimension(s) {sorted(missing)}: "
+                        f"{rag_means[missing[0]].na_reason} (or give those dimensions weight 0)")
+    else:
+        rag_total = _total(rag_means, weights, f"weighted_total_{AnswerSet.RAG}")
+    if weights.weights is None:
+        weighted_score = _na("weighted_score", f"weights n/a: {weights.na_reason}")
+    else:
+        weighted_score = normalized(rag_total.value, bound_totals[AnswerSet.CLOSED_BOOK].value,
+                                    bound_totals[AnswerSet.ORACLE].value, name="weighted_score")
+    return ReadingFigures(reading=reading, rag_means=rag_means, rag_total=rag_total,
+                          normalized_dimensions=normalized_dimensions, weighted_score=weighted_score,
+                          cube_score=cube_score(weighted_score, r_at_k))
+
+
 def _judge_cube(
     judge: str,
     per_set: ScoresPerSet,
     weights: DimensionWeights,
     r_at_k: MetricValue,
     proportion: float,
+    retrieved: Sequence[bool] | None,
 ) -> JudgeCube:
     if set(per_set) != set(AnswerSet):
         raise ValueError(f"judge {judge} needs scores for all answer sets, got {sorted(per_set)}")
     dims = list(per_set[AnswerSet.RAG])
     if any(set(per_set[aset]) != set(dims) for aset in AnswerSet):
         raise ValueError(f"judge {judge} must score the same dimensions in every answer set")
-    means = {aset: {d: _dimension_mean(per_set[aset][d], d, proportion) for d in dims} for aset in AnswerSet}
-    normalized_dimensions = {
-        d: normalized(
-            means[AnswerSet.RAG][d].value,
-            means[AnswerSet.CLOSED_BOOK][d].value,
-            means[AnswerSet.ORACLE][d].value,
-            name=f"normalized_{d}",
-        )
-        for d in dims
-    }
-    if weights.weights is None:
-        reason = f"weights n/a: {weights.na_reason}"
-        totals = {aset: _na(f"weighted_total_{aset}", reason) for aset in AnswerSet}
-    else:
-        totals = {
-            aset: weighted_total(
-                {d: m.value for d, m in means[aset].items()}, weights.weights, name=f"weighted_total_{aset}"
-            )
-            for aset in AnswerSet
-        }
-    if weights.weights is None:
-        weighted_score = _na("weighted_score", f"weights n/a: {weights.na_reason}")
-    else:
-        weighted_score = normalized(
-            totals[AnswerSet.RAG].value,
-            totals[AnswerSet.CLOSED_BOOK].value,
-            totals[AnswerSet.ORACLE].value,
-            name="weighted_score",
-        )
-    return JudgeCube(
-        judge=judge,
-        dimension_means=means,
-        weights=weights,
-        weighted_totals=totals,
-        normalized_dimensions=normalized_dimensions,
-        weighted_score=weighted_score,
-        cube_score=cube_score(weighted_score, r_at_k),
+    bounds = (AnswerSet.CLOSED_BOOK, AnswerSet.ORACLE)
+    bound_means = {aset: {d: _dimension_mean(per_set[aset][d], d, proportion) for d in dims} for aset in bounds}
+    bound_totals = {aset: _total(bound_means[aset], weights, f"weighted_total_{aset}") for aset in bounds}
+    rag = per_set[AnswerSet.RAG]
+
+    def read(reading: CubeReading, keep: Sequence[bool] | None) -> ReadingFigures:
+        means = {d: _dimension_mean(rag[d], d, proportion, keep) for d in dims}
+        return _reading(reading, means, bound_means, bound_totals, weights, r_at_k)
+
+    readings = {CubeReading.ALL: read(CubeReading.ALL, None)}
+    if retrieved is not None:
+        if any(isinstance(s, int | float) for s in rag.values()):
+            seed_reading = _reading_na(CubeReading.RETRIEVED, dims, AGGREGATED_RAG)
+        elif not any(retrieved):
+            seed_reading = _reading_na(CubeReading.RETRIEVED, dims, NO_RETRIEVED_CASE)
+        else:
+            seed_reading = read(CubeReading.RETRIEVED, retrieved)
+        readings = {CubeReading.RETRIEVED: seed_reading, **readings}
+    return JudgeCube(judge=judge, weights=weights, bound_means=bound_means, bound_totals=bound_totals,
+                     readings=readings, reading=next(iter(readings)))
+
+
+def _reading_spread(figures: Sequence[ReadingFigures], dims: Sequence[str]) -> ReadingSpread:
+    """One reading's figures of every judge, spread across the judges."""
+    return ReadingSpread(
+        dimensions={d: spread([f.normalized_dimensions[d].value for f in figures]) for d in dims},
+        weighted_score=spread([f.weighted_score.value for f in figures]),
+        cube_score=spread([f.cube_score.value for f in figures]),
     )
 
 
@@ -383,12 +512,17 @@ def cube_report(
     weights: Mapping[str, Mapping[str, float]] | None = None,
     rank_scores: Sequence[float | None] | None = None,
     proportion: float = DEFAULT_TRIM_PROPORTION,
+    retrieved: Sequence[bool] | None = None,
 ) -> CubeReport:
     """Table 4 of seed 000: per judge the normalized dimensions, Wgt. Score and CuBE score, and mean +- sd.
 
     ``scores_per_judge``: judge -> answer set -> dimension -> per-sample scores (trimmed here) or an already
     aggregated mean. ``weights``: judge -> dimension -> weight (normalized here); when None, weights come
     from ``rank_scores`` (aligned with each judge's per-sample RAG scores) by ``auto_weights``.
+    ``retrieved``: per sample, whether its gold document was retrieved (aligned with the per-sample scores).
+    Given, the default reading is seed 000's (`CubeReading.RETRIEVED`: the RAG means over those samples) and
+    the all-samples reading is reported beside it; not given, the RAG scores are read as given
+    (`CubeReading.ALL`; e.g. Table 2's already aggregated means).
     """
     if not scores_per_judge:
         raise ValueError("cube_report needs at least one judge")
@@ -397,18 +531,69 @@ def cube_report(
         raise ValueError(f"all judges must score the same dimensions, got {sorted(dims)}")
     r_value = r_at_k if isinstance(r_at_k, MetricValue) else MetricValue(name="r_at_k", value=float(r_at_k))
     rows = tuple(
-        _judge_cube(judge, per_set, _judge_weights(judge, per_set, weights, rank_scores), r_value, proportion)
+        _judge_cube(judge, per_set, _judge_weights(judge, per_set, weights, rank_scores), r_value, proportion,
+                    retrieved)
         for judge, per_set in scores_per_judge.items()
     )
-    return CubeReport(
-        judges=rows,
-        r_at_k=r_value,
-        dimension_spread={
-            d: spread([row.normalized_dimensions[d].value for row in rows]) for d in next(iter(dims))
-        },
-        weighted_score_spread=spread([row.weighted_score.value for row in rows]),
-        cube_score_spread=spread([row.cube_score.value for row in rows]),
-    )
+    first = rows[0]
+    return CubeReport(judges=rows, r_at_k=r_value, reading=first.reading,
+                      spreads={reading: _reading_spread([row.readings[reading] for row in rows], next(iter(dims)))
+                               for reading in first.readings})
+
+# --------------------------------------------------------------------------- human ratings (Table 5)
+
+
+class HumanCube(_Frozen):
+    """Seed 000, Table 5 ("Comparison of CuBE and human ratings"): people's 0-10 ratings of the RAG answers
+    placed between the same closed-book and oracle bounds as the judges' scores. Per judge, the figures of the
+    human ratings against that judge's bounds and weights (every reading of the report); spreads: mean +- sd
+    across the judges' bounds. n_rated: samples with at least one human rating."""
+
+    judges: dict[str, dict[CubeReading, ReadingFigures]]
+    reading: CubeReading
+    spreads: dict[CubeReading, ReadingSpread]
+    n_rated: int
+
+
+def human_cube(
+    report: CubeReport,
+    human: Mapping[str, Sequence[float | None]],
+    proportion: float = DEFAULT_TRIM_PROPORTION,
+    retrieved: Sequence[bool] | None = None,
+) -> HumanCube:
+    """Table 5's human row: ``human`` (dimension -> per-sample 0-10 rating, None = not rated, aligned with the
+    samples of the report's per-sample scores) trimmed per dimension, then normalized, weighted and x R@k with
+    each judge's bounds and weights, in every reading of ``report`` (``retrieved`` as given to `cube_report`).
+    A dimension without ratings is n/a with its reason."""
+    first = report.judges[0]
+    dims = list(first.default.rag_means)
+    lengths = {len(scores) for scores in human.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"the human ratings of every dimension must align with the samples, got lengths {lengths}")
+    n = next(iter(lengths), 0)
+    keeps: dict[CubeReading, Sequence[bool] | None] = {CubeReading.ALL: None}
+    if CubeReading.RETRIEVED in first.readings:
+        if retrieved is None or len(retrieved) != n:
+            raise ValueError("the report reads the retrieved cases: give `retrieved`, aligned with the ratings")
+        keeps[CubeReading.RETRIEVED] = retrieved
+    unrated = "no human rating for this dimension (add a column for it to the ratings file)"
+    judges: dict[str, dict[CubeReading, ReadingFigures]] = {}
+    for row in report.judges:
+        figures = {}
+        for reading in row.readings:
+            keep = keeps[reading]
+            if keep is not None and not any(keep):
+                figures[reading] = _reading_na(reading, dims, NO_RETRIEVED_CASE)
+                continue
+            means = {d: _dimension_mean(human[d], d, proportion, keep) if d in human
+                     else _na(f"trimmed_mean_{d}", unrated) for d in dims}
+            figures[reading] = _reading(reading, means, row.bound_means, row.bound_totals, row.weights,
+                                        report.r_at_k)
+        judges[row.judge] = figures
+    spreads = {reading: _reading_spread([judges[row.judge][reading] for row in report.judges], sorted(dims))
+               for reading in first.readings}
+    rated = sum(1 for i in range(n) if any(human[d][i] is not None for d in human))
+    return HumanCube(judges=judges, reading=report.reading, spreads=spreads, n_rated=rated)
 
 
 # --------------------------------------------------------------------------- retrieved-only analysis (5.3)

@@ -3,8 +3,10 @@
 `normalize_answer`, `exact_match` and `token_f1` are the official SQuAD / HotpotQA evaluation
 functions, taken over several gold spans (best match). `soft_correct` is the seed's "normalized
 match with yes/no canonicalization, number normalization, and high-overlap fuzzy matching
-(F1 >= 0.8)". `utility_table` turns the answers of the original and the perturbed conditions into
-per-chunk deltas with gold / non-gold aggregation.
+(F1 >= 0.8)". `judged_trace` reads the used-chunk set from the jury's claim-chunk decisions for a system
+that reports no trace. `utility_table` turns the answers of the original and the perturbed conditions
+into per-chunk deltas (correctness, confidence, grounding, confidence error, trace divergence) with
+gold / non-gold aggregation.
 """
 
 from __future__ import annotations
@@ -16,8 +18,15 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ragcourt.metrics.values import MetricName, not_available
-from ragcourt.schema import Condition, ConditionKind, MetricValue, PerturbationEffect
+from ragcourt.metrics.values import Decision, MetricName, any_true, not_available
+from ragcourt.schema import (
+    Condition,
+    ConditionKind,
+    ConfidenceSource,
+    MetricValue,
+    PerturbationEffect,
+    TraceSource,
+)
 
 SOFT_F1_THRESHOLD = 0.8
 
@@ -285,6 +294,25 @@ def confidence_error(confidence: float | None, correct: bool) -> float | None:
     return abs(confidence - (1.0 if correct else 0.0))
 
 
+def judged_trace(support: Mapping[str, Sequence[Decision]]) -> frozenset[str] | None:
+    """U read from the jury, for a system that reports no trace: the chunks that support at least one claim of
+    the answer (seed 004 asks the model for the ids it used; ragcourt's reading when it gives none).
+
+    `support` maps every distinct chunk id the condition showed to the reconciled decisions "this claim is
+    supported by this chunk" over the answer's claims. A chunk with a yes is used, a chunk with only no's is
+    not; a chunk with no yes and an undecided check makes U unknown (None), never a guess. No chunk shown, or
+    an answer without claims: U is empty.
+    """
+    used = set()
+    for chunk_id, decisions in support.items():
+        decided = any_true(decisions)
+        if decided is None:
+            return None
+        if decided:
+            used.add(chunk_id)
+    return frozenset(used)
+
+
 def trace_divergence(used_a: Iterable[str], used_b: Iterable[str]) -> float:
     """Jaccard distance 1 - |A ∩ B| / |A ∪ B| of two sets of used chunk ids.
 
@@ -333,7 +361,10 @@ class Outcome:
     """One answer under one condition, already scored.
 
     `soft_correct` / `f1` are None when the answer is unscored or the sample has no gold answer;
-    `used_chunk_ids` is None when the trace is unknown.
+    `used_chunk_ids` is None when the trace is unknown, and `trace_source` says whose trace it is (the
+    system's report, or the jury's reading of the answer's claims); `trace_unscored` / `trace_escalated`
+    count the claim-chunk checks behind a judged trace left undecided (unscored, or judges split) or escalated.
+    `grounding` is None without a known trace, a scored answer or gold titles.
     """
 
     condition: Condition
@@ -341,6 +372,16 @@ class Outcome:
     f1: float | None
     confidence: float | None
     used_chunk_ids: frozenset[str] | None
+    grounding: float | None = None
+    trace_source: TraceSource = TraceSource.REPORTED
+    confidence_source: ConfidenceSource | None = None
+    trace_unscored: int = 0
+    trace_escalated: int = 0
+
+    @property
+    def confidence_error(self) -> float | None:
+        """CE of this answer; None without a confidence or a soft correctness."""
+        return None if self.soft_correct is None else confidence_error(self.confidence, self.soft_correct)
 
     @classmethod
     def score(
@@ -350,15 +391,32 @@ class Outcome:
         golds: Sequence[str],
         confidence: float | None = None,
         used_chunk_ids: Iterable[str] | None = None,
+        *,
+        chunk_titles: Mapping[str, str | None] | None = None,
+        gold_titles: Collection[str] = (),
+        trace_source: TraceSource = TraceSource.REPORTED,
+        confidence_source: ConfidenceSource | None = None,
+        trace_unscored: int = 0,
+        trace_escalated: int = 0,
     ) -> Outcome:
-        """Score a prediction (None = unscored answer) against the gold answers."""
+        """Score a prediction (None = unscored answer) against the gold answers; with the titles of the
+        chunks this condition showed (`chunk_titles`) and the gold titles, its grounding too."""
         graded = bool(golds)
+        used = frozenset(used_chunk_ids) if used_chunk_ids is not None else None
+        grounding = None
+        if prediction is not None and used is not None and gold_titles and chunk_titles is not None:
+            grounding = grounding_score([chunk_titles.get(i) for i in sorted(used)], gold_titles)
         return cls(
             condition=condition,
             soft_correct=soft_correct(prediction, golds) if prediction is not None and graded else None,
             f1=token_f1(prediction, golds) if prediction is not None and graded else None,
             confidence=confidence,
-            used_chunk_ids=frozenset(used_chunk_ids) if used_chunk_ids is not None else None,
+            used_chunk_ids=used,
+            grounding=grounding,
+            trace_source=trace_source,
+            confidence_source=confidence_source,
+            trace_unscored=trace_unscored,
+            trace_escalated=trace_escalated,
         )
 
 
@@ -373,6 +431,10 @@ class UtilityAggregate:
     d_f1: MetricValue
     d_confidence: MetricValue
     trace_divergence: MetricValue
+    grounding: MetricValue
+    d_grounding: MetricValue
+    confidence_error: MetricValue
+    d_confidence_error: MetricValue
 
 
 @dataclass(frozen=True)
@@ -398,7 +460,9 @@ def perturbation_effect(
     """Deltas perturbed - original for one condition (negative d_soft_correct under remove = the chunk helped).
 
     chunk_is_gold is None when the condition names no chunk, the chunk has no known title, or
-    there are no gold titles; any delta is None when either side lacks the value.
+    there are no gold titles; any delta is None when either side lacks the value. Trace divergence needs
+    both traces from the same source: the system's report against the jury's reading would measure two
+    instruments, not the perturbation.
     """
     chunk_id = perturbed.condition.chunk_id
     title = chunk_titles.get(chunk_id) if chunk_id is not None else None
@@ -406,6 +470,7 @@ def perturbation_effect(
     divergence = (
         trace_divergence(original.used_chunk_ids, perturbed.used_chunk_ids)
         if original.used_chunk_ids is not None and perturbed.used_chunk_ids is not None
+        and original.trace_source is perturbed.trace_source
         else None
     )
     return PerturbationEffect(
@@ -416,6 +481,14 @@ def perturbation_effect(
         d_f1=_delta(perturbed.f1, original.f1),
         d_confidence=_delta(perturbed.confidence, original.confidence),
         trace_divergence=divergence,
+        grounding=perturbed.grounding,
+        d_grounding=_delta(perturbed.grounding, original.grounding),
+        confidence_error=perturbed.confidence_error,
+        d_confidence_error=_delta(perturbed.confidence_error, original.confidence_error),
+        trace_source=perturbed.trace_source,
+        confidence_source=perturbed.confidence_source,
+        trace_unscored=perturbed.trace_unscored,
+        trace_escalated=perturbed.trace_escalated,
     )
 
 
@@ -452,6 +525,10 @@ def utility_table(
             d_f1=_mean("d_f1", [r.d_f1 for r in group]),
             d_confidence=_mean("d_confidence", [r.d_confidence for r in group]),
             trace_divergence=_mean("trace_divergence", [r.trace_divergence for r in group]),
+            grounding=_mean("grounding", [r.grounding for r in group]),
+            d_grounding=_mean("d_grounding", [r.d_grounding for r in group]),
+            confidence_error=_mean("confidence_error", [r.confidence_error for r in group]),
+            d_confidence_error=_mean("d_confidence_error", [r.d_confidence_error for r in group]),
         )
         for (kind, is_gold), group in groups.items()
     )

@@ -39,6 +39,14 @@ Choices the seed leaves open (documented here; where DESIGN.md and the seed diff
   themselves (``_head_to_head_placement``); one number summing three matches can still sit above a
   baseline the system narrowly lost to when it swept another, and the rating places it only when the
   matches contradict each other.
+* Judging order (3.1): the seed judges each pair in one order and does not say which answer is shown as A.
+  The order protocol itself is a node's choice (nodes/tournament_state.OrderProtocol); here is the position
+  bias rate of the both-orders protocol: the share of decided pairs whose two orders disagree.
+* Scalar baseline (4.2): ``Score_S(q) = 1/3 sum_{i=1}^{3} d_i(S, q)``, the mean of the per-question
+  dimensions (three RAGAS metrics in the seed; any number of given figures here, all of them scored, else
+  n/a: a mean over fewer dimensions would be another score). Eq. (7)'s thresholds are not printed in the
+  seed; the reading here is one tie band: A wins when ``Score_A - Score_B > tie_margin``, B when
+  ``Score_B - Score_A > tie_margin``, Tie otherwise (a band of 0 ties only exact equals).
 """
 
 from __future__ import annotations
@@ -193,6 +201,40 @@ def soft_score(probabilities: DecisionProbabilities) -> MetricValue:
         return MetricValue(name="soft_score_a", value=None, na_reason=probabilities.na_reason)
     value = probabilities.p_a + probabilities.p_tie / 2  # type: ignore[operator]
     return MetricValue(name="soft_score_a", value=value, n=1)
+
+
+# --------------------------------------------------------------------------- scalar baseline (4.2)
+
+
+def system_score(dimensions: Sequence[float | None]) -> MetricValue:
+    """``Score_S(q)``: the mean of a system's per-question dimension figures (the seed's three RAGAS metrics,
+    ``1/3 sum d_i``); n/a when any dimension is missing, since a mean of fewer would be another score."""
+    missing = sum(d is None for d in dimensions)
+    if not dimensions or missing:
+        reason = "no dimension given" if not dimensions else f"{missing} of {len(dimensions)} dimensions missing"
+        return MetricValue(name="system_score", value=None, na_reason=reason, n=len(dimensions) - missing,
+                           n_unscored=missing)
+    return MetricValue(name="system_score", value=math.fsum(dimensions) / len(dimensions),  # type: ignore[arg-type]
+                       n=len(dimensions))
+
+
+def threshold_label(score_a: float, score_b: float, tie_margin: float) -> Label:
+    """Eq. (7)'s threshold reading: the higher score wins when it leads by more than ``tie_margin``, else Tie."""
+    if tie_margin < 0:
+        raise ValueError(f"tie_margin must be >= 0, got {tie_margin}")
+    gap = score_a - score_b
+    if gap > tie_margin + _SCORE_TOLERANCE:
+        return Label.A
+    if -gap > tie_margin + _SCORE_TOLERANCE:
+        return Label.B
+    return Label.TIE
+
+
+def position_bias_rate(flagged: int, decided: int) -> MetricValue:
+    """The share of pairs a judge decided in both orders whose two orders disagreed."""
+    if decided == 0:
+        return MetricValue(name="position_bias_rate", value=None, na_reason="no pair decided in both orders")
+    return MetricValue(name="position_bias_rate", value=flagged / decided, n=decided)
 
 
 # --------------------------------------------------------------------------- Elo

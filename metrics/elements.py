@@ -4,6 +4,9 @@ Every element of an expert's reference answer (one fact or condition, frozen onc
 verdicts: in the normal retrieval's context, in the loose retrieval's context (no score cut-off,
 twice the top-k, same query; only run for samples under the coverage threshold), and in the answer.
 From them it is attributed to the place a fix belongs: generation, retrieval or the documents.
+Two judges decide each verdict and their results are averaged (seed 003): a 1-1 split counts 0.5 toward
+coverage, and an element the split leaves between two statuses is shared out over them (JUDGES_SPLIT), so
+no figure depends on the order the judges are listed in.
 This module also holds the seed's rule-based filter for pointer elements and its measurement-noise
 arithmetic (run-to-run noise, the band within which a change of a mean is noise).
 """
@@ -16,18 +19,70 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ragcourt.metrics.values import Decision, MetricName, count_decisions, share
-from ragcourt.schema import Element, ElementOutcome, ElementStatus, MetricValue
+from ragcourt.metrics.values import MetricName, not_available
+from ragcourt.schema import Element, ElementOutcome, ElementStatus, ElementVerdict, MetricValue
 
 LOOSE_COVERAGE_THRESHOLD = 0.6
 GAP_STATUSES = (ElementStatus.GENERATION_GAP, ElementStatus.RETRIEVAL_GAP, ElementStatus.DOCUMENT_GAP)
+ATTRIBUTED_STATUSES = (ElementStatus.ANSWERED, *GAP_STATUSES)  # the statuses an element's mass is shared over
+
+SPLIT = 0.5
+JuryValue = float | None
+"""A reconciled element verdict as seed 003 has it, the two judges' results averaged: 1.0 yes, 0.0 no, SPLIT
+(0.5) when the judges split evenly (`Reconciled.yes_value`), None undecided (unscored). A bool reads as 1 / 0.
+With more than two judges a majority decides and only an even split is 0.5."""
+_ALLOWED = (0.0, SPLIT, 1.0)
 
 
 # --------------------------------------------------------------------------- per element
 
 
-def element_status(in_context: Decision, in_loose_context: Decision, in_answer: Decision) -> ElementStatus:
-    """Attribute one element. Precedence, first rule that applies wins:
+def _checked(value: JuryValue, which: ElementVerdict) -> JuryValue:
+    if value is not None and value not in _ALLOWED:
+        raise ValueError(f"{which} must be 0, 0.5, 1 or None (a reconciled verdict), got {value!r}")
+    return value
+
+
+def element_attribution(
+    in_context: JuryValue, in_loose_context: JuryValue, in_answer: JuryValue
+) -> dict[ElementStatus, float] | None:
+    """The element's share of each status, or None when it is undecided. Unanimous verdicts give one status
+    at 1.0; a split verdict (0.5) shares the element out, each verdict taken as the judges' average:
+
+        answered       = a
+        generation_gap = (1 - a) * c
+        retrieval_gap  = (1 - a) * (1 - c) * l
+        document_gap   = (1 - a) * (1 - c) * (1 - l)
+
+    with a, c, l the in-answer, in-context and loose-context values. So an element the judges split on "in
+    the answer" that both find in the normal context is half answered, half generation gap; one both miss in
+    the answer and split on "in context" with a unanimous loose "yes" is half generation, half retrieval gap.
+    Undecided (None) as soon as a verdict is missing where the element still has mass to place: the whole
+    element, not the rest of it, since a share of an undecided element would be a guess. Statuses with no
+    share are left out. For 0/1 values this is exactly `element_status`'s precedence.
+    """
+    a = _checked(in_answer, ElementVerdict.IN_ANSWER)
+    c = _checked(in_context, ElementVerdict.IN_CONTEXT)
+    loose = _checked(in_loose_context, ElementVerdict.IN_LOOSE_CONTEXT)
+    if a is None:
+        return None
+    missing = 1.0 - a
+    if missing and c is None:
+        return None
+    not_in_context = missing * (1.0 - (c or 0.0))
+    if not_in_context and loose is None:
+        return None
+    shares = {
+        ElementStatus.ANSWERED: a,
+        ElementStatus.GENERATION_GAP: missing * (c or 0.0),
+        ElementStatus.RETRIEVAL_GAP: not_in_context * (loose or 0.0),
+        ElementStatus.DOCUMENT_GAP: not_in_context * (1.0 - (loose or 0.0)),
+    }
+    return {status: share for status, share in shares.items() if share}
+
+
+def element_status(in_context: JuryValue, in_loose_context: JuryValue, in_answer: JuryValue) -> ElementStatus:
+    """Attribute one element. With unanimous (0/1) verdicts, precedence, first rule that applies wins:
 
     1. in_answer True                                   -> ANSWERED (whatever the contexts say:
        an element the answer states is answered, even from the model's own knowledge)
@@ -40,44 +95,75 @@ def element_status(in_context: Decision, in_loose_context: Decision, in_answer: 
        never proof that the documents lack it)
     7. in_answer False, in_context False, loose None    -> UNDECIDED (the loose run did not happen,
        e.g. the sample's coverage was at or above the threshold, or its verdict is unscored)
+
+    A split verdict (0.5) that the rules reach makes the element JUDGES_SPLIT (shared out over several
+    statuses, `element_attribution`); one they do not reach changes nothing (a unanimous "in the answer"
+    is ANSWERED whatever the judges said about the context).
     """
-    if in_answer is True:
-        return ElementStatus.ANSWERED
-    if in_answer is None or in_context is None:
+    shares = element_attribution(in_context, in_loose_context, in_answer)
+    if shares is None:
         return ElementStatus.UNDECIDED
-    if in_context:
-        return ElementStatus.GENERATION_GAP
-    if in_loose_context is None:
-        return ElementStatus.UNDECIDED
-    return ElementStatus.RETRIEVAL_GAP if in_loose_context else ElementStatus.DOCUMENT_GAP
+    if len(shares) > 1:
+        return ElementStatus.JUDGES_SPLIT
+    return next(iter(shares))
+
+
+def _decision(value: JuryValue) -> bool | None:
+    return None if value is None or value == SPLIT else bool(value)
 
 
 def element_outcome(
-    element: Element, in_context: Decision, in_loose_context: Decision, in_answer: Decision
+    element: Element, in_context: JuryValue, in_loose_context: JuryValue, in_answer: JuryValue
 ) -> ElementOutcome:
-    """The stored record of one element's verdicts and status."""
+    """The stored record of one element's verdicts and status (a split verdict: None and listed in `split`)."""
+    values = {ElementVerdict.IN_CONTEXT: in_context, ElementVerdict.IN_LOOSE_CONTEXT: in_loose_context,
+              ElementVerdict.IN_ANSWER: in_answer}
+    status = element_status(in_context, in_loose_context, in_answer)
+    shares = element_attribution(in_context, in_loose_context, in_answer)
     return ElementOutcome(
         element_id=element.id,
         text=element.text,
-        in_context=in_context,
-        in_loose_context=in_loose_context,
-        in_answer=in_answer,
-        status=element_status(in_context, in_loose_context, in_answer),
+        in_context=_decision(in_context),
+        in_loose_context=_decision(in_loose_context),
+        in_answer=_decision(in_answer),
+        status=status,
+        split=tuple(which for which, value in values.items() if value == SPLIT),
+        attribution=shares if status is ElementStatus.JUDGES_SPLIT and shares else {},
     )
+
+
+def verdict_value(outcome: ElementOutcome, which: ElementVerdict) -> JuryValue:
+    """One of an outcome's verdicts as a JuryValue (SPLIT when the judges split on it)."""
+    if which in outcome.split:
+        return SPLIT
+    decision: bool | None = getattr(outcome, which.value)
+    return None if decision is None else float(decision)
 
 
 # --------------------------------------------------------------------------- per sample
 
 
+def coverage_of(values: Iterable[JuryValue]) -> MetricValue:
+    """Element coverage of one sample from its normal-context verdicts: their mean, a split counting 0.5 (seed
+    003: the two judges' results averaged). None values leave numerator and denominator (n_unscored). The
+    loose-retrieval trigger and the reported figure both use this, so they cannot disagree."""
+    counted = list(values)
+    decided = [value for value in counted if value is not None]
+    name = MetricName.ELEMENT_COVERAGE.value
+    if not decided:
+        reason = "the sample has no elements" if not counted else "every context check is unscored"
+        return not_available(name, reason, n_unscored=len(counted))
+    return MetricValue(name=name, value=sum(decided) / len(decided), n=len(decided),
+                       n_unscored=len(counted) - len(decided))
+
+
 def element_coverage(outcomes: Sequence[ElementOutcome]) -> MetricValue:
     """Share of elements found in the normal retrieval's context (seed 003's per-question coverage).
 
-    Elements with in_context None leave numerator and denominator (n_unscored). n/a when the
-    sample has no elements or none is decided.
+    A split verdict counts 0.5. Elements with in_context None (and not split) leave numerator and
+    denominator (n_unscored). n/a when the sample has no elements or none is decided.
     """
-    yes, no, missing = count_decisions(o.in_context for o in outcomes)
-    reason = "the sample has no elements" if not outcomes else "every context check is unscored"
-    return share(MetricName.ELEMENT_COVERAGE.value, yes, yes + no, n_unscored=missing, empty_reason=reason)
+    return coverage_of(verdict_value(o, ElementVerdict.IN_CONTEXT) for o in outcomes)
 
 
 def needs_loose(coverage: float | None, threshold: float = LOOSE_COVERAGE_THRESHOLD) -> bool:
@@ -94,7 +180,9 @@ class SampleElements:
     """The seed's per-question record (element texts), plus coverage.
 
     covered_elements: in the normal context; newly_covered_in_loose: not in the normal context but
-    in the loose one; uncovered_in_loose: in neither (the loose run happened); answered: in the answer.
+    in the loose one; uncovered_in_loose: in neither (the loose run happened); answered: in the answer;
+    judges_split: elements with a verdict the judges split on (none of the lists above holds it for that
+    verdict; seed 003 records such cases for review).
     """
 
     covered_elements: tuple[str, ...]
@@ -102,6 +190,7 @@ class SampleElements:
     uncovered_in_loose: tuple[str, ...]
     answered: tuple[str, ...]
     coverage: MetricValue
+    judges_split: tuple[str, ...] = ()
 
 
 def sample_elements(outcomes: Sequence[ElementOutcome]) -> SampleElements:
@@ -116,59 +205,85 @@ def sample_elements(outcomes: Sequence[ElementOutcome]) -> SampleElements:
         ),
         answered=tuple(o.text for o in outcomes if o.in_answer is True),
         coverage=element_coverage(outcomes),
+        judges_split=tuple(o.text for o in outcomes if o.split),
     )
 
 
 # --------------------------------------------------------------------------- run level
 
 
+def split_attribution(outcomes: Iterable[ElementOutcome]) -> dict[ElementStatus, float]:
+    """The JUDGES_SPLIT elements' attributions added up per status (what `status_shares` shares out)."""
+    totals: dict[ElementStatus, float] = {}
+    for outcome in outcomes:
+        if outcome.status is ElementStatus.JUDGES_SPLIT:
+            for status, fraction in outcome.attribution.items():
+                totals[status] = totals.get(status, 0.0) + fraction
+    return totals
+
+
 @dataclass(frozen=True)
 class StatusShares:
     """Run-level attribution.
 
-    shares: each decided status over all decided elements (UNDECIDED is left out and counted in
-    n_undecided / every value's n_unscored). gap_shares: the seed's step-4 view, each gap status
-    over the decided elements missing from the answer (generation + retrieval + document gaps).
+    counts: elements per status (JUDGES_SPLIT and UNDECIDED included). weights: per attributed status
+    (answered and the three gaps), its elements plus the fractions of the JUDGES_SPLIT elements shared out to
+    it; they add up to n_decided. shares: each attributed status's weight over n_decided (the decided
+    elements, split ones included; UNDECIDED is left out and counted in n_undecided / every value's
+    n_unscored). gap_shares: the seed's step-4 view, each gap's weight over the gaps' total weight (the
+    decided elements missing from the answer, in whole and split parts).
     """
 
     counts: Mapping[ElementStatus, int]
+    weights: Mapping[ElementStatus, float]
     n_decided: int
     n_undecided: int
+    n_split: int
     shares: Mapping[ElementStatus, MetricValue]
     gap_shares: Mapping[ElementStatus, MetricValue]
 
 
-def status_shares(statuses: Iterable[ElementStatus]) -> StatusShares:
-    """Counts and shares of element statuses over a run; n/a shares when nothing is decided / missing."""
+def _weight_share(name: str, weight: float, total: float, n: int, *, n_unscored: int, empty_reason: str) -> MetricValue:
+    if not total:
+        return not_available(name, empty_reason, n_unscored=n_unscored)
+    return MetricValue(name=name, value=weight / total, n=n, n_unscored=n_unscored)
+
+
+def status_shares(
+    statuses: Iterable[ElementStatus], split: Mapping[ElementStatus, float] | None = None
+) -> StatusShares:
+    """Counts and shares of element statuses over a run; n/a shares when nothing is decided / missing.
+
+    split: the JUDGES_SPLIT elements' attributions added up (`split_attribution`, or the store's
+    `element_split_attribution`); without it a JUDGES_SPLIT element cannot be shared out and is refused.
+    """
     counts = Counter(statuses)
+    split = dict(split or {})
+    if counts[ElementStatus.JUDGES_SPLIT] and not split:
+        raise ValueError("judges_split elements need their attribution (split=) to be shared out")
     undecided = counts[ElementStatus.UNDECIDED]
     decided = sum(counts.values()) - undecided
-    gaps = sum(counts[s] for s in GAP_STATUSES)
-    shares: dict[ElementStatus, MetricValue] = {
-        status: share(
-            f"share_{status}",
-            counts[status],
-            decided,
-            n_unscored=undecided,
-            empty_reason="no element has a decided status",
-        )
-        for status in ElementStatus
-        if status is not ElementStatus.UNDECIDED
+    weights = {status: counts[status] + split.get(status, 0.0) for status in ATTRIBUTED_STATUSES}
+    gaps = sum(weights[s] for s in GAP_STATUSES)
+    # n: elements missing from the answer in whole or in part; a split element always is (its mass lies on
+    # at least two statuses, so on a gap)
+    n_gaps = sum(counts[s] for s in GAP_STATUSES) + counts[ElementStatus.JUDGES_SPLIT]
+    shares = {
+        status: _weight_share(f"share_{status}", weights[status], decided, decided, n_unscored=undecided,
+                              empty_reason="no element has a decided status")
+        for status in ATTRIBUTED_STATUSES
     }
     gap_shares = {
-        status: share(
-            f"gap_share_{status}",
-            counts[status],
-            gaps,
-            n_unscored=undecided,
-            empty_reason="no decided element is missing from the answer",
-        )
+        status: _weight_share(f"gap_share_{status}", weights[status], gaps, n_gaps, n_unscored=undecided,
+                              empty_reason="no decided element is missing from the answer")
         for status in GAP_STATUSES
     }
     return StatusShares(
         counts={status: counts[status] for status in ElementStatus},
+        weights=weights,
         n_decided=decided,
         n_undecided=undecided,
+        n_split=counts[ElementStatus.JUDGES_SPLIT],
         shares=shares,
         gap_shares=gap_shares,
     )

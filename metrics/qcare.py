@@ -7,7 +7,8 @@ Inputs are the three alignment matrices of seed 002 section 3.3, as three-valued
   (the edge set E(Q, C));
 - `serves[a][j]`: answer claim a is relevant to sub-query j (E(Q, A));
 - `answered[j]`: the claims relevant to sub-query j, R(q_j), are sufficient to answer it (the
-  coverage check of section 3.4.2, prompt in the seed's Table 26);
+  coverage check of section 3.4.2, prompt in the seed's Table 26), judged on R(q_j) alone, never on claims
+  the serve check rejected; None when it is undecided or was not asked (no claim serves q_j);
 - `supports[a][i]`: claim a is supported by retrieved chunk i (E(A, C)).
 
 How undecided inputs are handled (the same rule everywhere): a None never counts as True or False.

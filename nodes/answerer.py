@@ -2,7 +2,9 @@
 
 Loose retrieval is only judged for element coverage (seed 003), so it gets no answer. A condition the
 system cannot answer (precomputed outputs exist only for normal) is recorded as unavailable with the
-reason; a system that raises gives an unscored answer with the error, and the run goes on.
+reason; a system that raises gives an unscored answer with the error, and the run goes on. An answer says
+whether its trace is the system's own (reported) or there is none, and, with `confidence_probe` configured,
+gets a probed confidence where the system reports none (CUE-R's conditions only).
 """
 
 from __future__ import annotations
@@ -14,8 +16,18 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragcourt.nodes.state import EvalContext, SampleState
-from ragcourt.schema import LOOSE, NORMAL, Answer, Retrieval, reusable
-from ragcourt.systems import ConditionUnavailable
+from ragcourt.schema import (
+    LOOSE,
+    NORMAL,
+    Answer,
+    ConditionKind,
+    ConfidenceSource,
+    Retrieval,
+    TraceSource,
+    VerdictStatus,
+    reusable,
+)
+from ragcourt.systems import ConditionUnavailable, Generation
 
 
 async def answer(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
@@ -56,9 +68,30 @@ async def _answer_one(ctx: EvalContext, state: SampleState, retrieval: Retrieval
         return str(reason)
     except Exception as error:  # the system under test failed on this sample: keep the reason
         return Answer.failed(error, latency_s=time.perf_counter() - started, **common)
+    latency = time.perf_counter() - started
+    confidence, source = generation.confidence, ConfidenceSource.REPORTED
+    if confidence is None:
+        confidence, source = await _probed(ctx, sample.question, retrieval, generation)
+    reported = generation.used_chunk_ids is not None
     return Answer(
-        text=generation.text, used_chunk_ids=generation.used_chunk_ids, confidence=generation.confidence,
-        latency_s=time.perf_counter() - started, usage=generation.usage, status=generation.status,
+        text=generation.text, used_chunk_ids=generation.used_chunk_ids or (),
+        trace_source=TraceSource.REPORTED if reported else TraceSource.NONE,
+        confidence=confidence, confidence_source=source,
+        latency_s=latency, usage=generation.usage, status=generation.status,
         unscored_reason=generation.unscored_reason, error=generation.error, raw_output=generation.raw_output,
         **common,
     )
+
+
+async def _probed(ctx: EvalContext, question: str, retrieval: Retrieval, generation: Generation
+                  ) -> tuple[float | None, ConfidenceSource]:
+    """The configured probe's confidence for an answer of CUE-R's conditions that came without one (PROBED with
+    None: the probe's reply was unusable); NONE when the probe is off or there is nothing to rate."""
+    kind = retrieval.condition.kind
+    cuer_condition = kind.is_perturbation or kind in (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK)
+    if ctx.confidence_probe is None or generation.status is not VerdictStatus.OK or not cuer_condition:
+        return None, ConfidenceSource.NONE
+    try:
+        return await ctx.confidence_probe.probe(question, retrieval.chunks, generation.text), ConfidenceSource.PROBED
+    except Exception:  # a probe must not fail the answer it rates: the confidence stays unknown
+        return None, ConfidenceSource.PROBED

@@ -8,6 +8,8 @@ from typing import TypedDict, Unpack
 
 from langgraph.runtime import Runtime
 
+from ragcourt.judging.llm_judge import HISTORY_KINDS, claims_target_text
+from ragcourt.nodes.claims import judged_trace_conditions
 from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.prompts.library import PromptId, load_prompt
 from ragcourt.schema import (
@@ -16,8 +18,10 @@ from ragcourt.schema import (
     Check,
     CheckKind,
     Chunk,
+    Claim,
     Condition,
     ConditionKind,
+    Label,
     VerdictStatus,
     WholeTarget,
 )
@@ -56,9 +60,12 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
 
     def check(kind: CheckKind, condition: Condition, subject: tuple[str, str], target: tuple[str, str],
               **extra: Unpack[_CheckExtra]) -> Check:
+        # The history joins a check only where its prompt shows it, so a sample without history, and every
+        # other kind, keeps its check ids (and its stored verdicts).
+        history = sample.history if kind in HISTORY_KINDS else ()
         return Check(kind=kind, sample_id=sample.id, condition=condition, subject_id=subject[0],
                      subject_text=subject[1], target_id=target[0], target_text=target[1],
-                     question=sample.question, **extra)
+                     question=sample.question, history=history, **extra)
 
     if Method.ELEMENTS in config.methods:
         for element in state.get("elements", ()):
@@ -72,17 +79,31 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
         subqueries = state.get("subqueries", ())
         claims = state.get("claims", {}).get(NORMAL.key, ())
         chunks = normal.chunks if normal else ()
+        relevant = sufficiency_sets(state) or {}
         for sq in subqueries:
             for chunk in chunks:
                 yield check(CheckKind.SUBQUERY_IN_CHUNK, NORMAL, (sq.id, sq.text), (chunk.id, chunk.text))
-            if claims:
-                joined = "\n".join(c.text for c in claims)
+            for related in relevant.get(sq.id, ()):  # none when no claim serves q: not covered, nothing to ask
+                joined = claims_target_text(c.text for c in related)
                 yield check(CheckKind.SUBQUERY_ANSWERED, NORMAL, (sq.id, sq.text), (WholeTarget.CLAIMS, joined))
         for claim in claims:
             for chunk in chunks:
                 yield check(CheckKind.CLAIM_SUPPORTED, NORMAL, (claim.id, claim.text), (chunk.id, chunk.text))
             for sq in subqueries:
                 yield check(CheckKind.CLAIM_SERVES_SUBQUERY, NORMAL, (claim.id, claim.text), (sq.id, sq.text))
+    if Method.CUER in config.methods:
+        # CUE-R's judged trace: each claim of an answer without a reported trace against each chunk its condition
+        # showed. A claim and a chunk make the same question under any condition, so a pair is judged once, under
+        # the first condition showing it (normal first): a perturbed answer equal to the normal one costs no call.
+        judged: set[tuple[str, str, str]] = set()
+        for key in judged_trace_conditions(state):
+            retrieval = retrievals[key]
+            for claim in state.get("claims", {}).get(key, ()):
+                for chunk in retrieval.chunks:
+                    if (claim.text, chunk.id, chunk.text) not in judged:
+                        judged.add((claim.text, chunk.id, chunk.text))
+                        yield check(CheckKind.CLAIM_SUPPORTED, retrieval.condition, (claim.id, claim.text),
+                                    (chunk.id, chunk.text))
     if Method.CUBE in config.methods:
         # CuBE's rubrics judge an answer against the source material: the gold documents, else the reference.
         source = render_context(sample.gold_documents) or sample.reference_answer
@@ -94,6 +115,38 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
                 rubric = dimension.rubric or load_prompt(RUBRICS[dimension.name]).template
                 yield check(CheckKind.DIMENSION_SCORE, cube_answer.condition, (WholeTarget.ANSWER, cube_answer.text),
                             (f"rubric:{dimension.name}", rubric), dimension=dimension.name, reference=source)
+
+
+def sufficiency_sets(state: SampleState) -> dict[str, tuple[tuple[Claim, ...], ...]] | None:
+    """Per sub-query id, the claim sets its sufficiency is judged on: R(q) of seed 002 (3.4.2), the normal
+    answer's claims the jury judged to serve q (a provisional label counts as it stands), and, when the judges
+    split on whether some claims serve q, R(q) with those too: what a person's decision of the split makes R(q),
+    so rescoring after the review needs no judge. Empty sets are left out (no claim serves q: nothing to ask).
+
+    None until every serve check of the sample is reconciled: these checks are planned in the round after the
+    serve checks' (`sufficiency_due`), or with the loose re-run's round.
+    """
+    claims = state.get("claims", {}).get(NORMAL.key, ())
+    subqueries = state.get("subqueries", ())
+    reconciled = state.get("reconciled", {})
+    serves = {(c.subject_text, c.target_id): reconciled[c.id] for c in state.get("checks", {}).values()
+              if c.kind is CheckKind.CLAIM_SERVES_SUBQUERY and c.condition == NORMAL and c.id in reconciled}
+    if not claims or not subqueries or any((cl.text, sq.id) not in serves for cl in claims for sq in subqueries):
+        return None
+    sets = {}
+    for sq in subqueries:
+        served = tuple(cl for cl in claims if serves[(cl.text, sq.id)].label is Label.YES)
+        with_split = tuple(cl for cl in claims if cl in served or serves[(cl.text, sq.id)].split)
+        sets[sq.id] = tuple(dict.fromkeys(s for s in (served, with_split) if s))
+    return sets
+
+
+def sufficiency_due(state: SampleState, config: EvalConfig) -> bool:
+    """Whether the serve checks are decided and some sufficiency check on R(q) is not planned yet."""
+    if Method.QCARE not in config.methods or sufficiency_sets(state) is None:
+        return False
+    known = state.get("checks", {})
+    return any(c.kind is CheckKind.SUBQUERY_ANSWERED and c.id not in known for c in build_checks(state, config))
 
 
 async def plan_checks(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:

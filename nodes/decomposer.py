@@ -55,7 +55,12 @@ async def _split(
 ) -> Decomposition | None:
     if not wanted:
         return None
+    sample = state["sample"]
+    # Sub-queries of a conversation's question are resolved against its history (seed 002, section 6);
+    # elements are the split of a reference alone.
+    history = sample.history if kind is DecompositionKind.SUBQUERIES else ()
     return await split_for_sample(
-        ctx.store, ctx.decomposer, kind, text, state["sample"].question, run_id=state["run_id"],
-        sample_id=state["sample"].id, pinned=state.get("pinned_splits", ()), in_flight=ctx.splits_in_flight,
+        ctx.store, ctx.decomposer, kind, text, sample.question, run_id=state["run_id"],
+        sample_id=sample.id, pinned=state.get("pinned_splits", ()), in_flight=ctx.splits_in_flight,
+        history=history,
     )

@@ -3,7 +3,8 @@
 Per judge and question, the two orders are put into A's frame (B-first's A is the match's B). Agreeing
 orders give the judge's label; disagreeing orders count as Tie and are flagged as position bias, and that
 judge's probabilities are not used (they contradict themselves across orders), so it contributes a sure
-Tie. A judge with an unscored order gives no decision for the question (never a Tie, 0 or 1).
+Tie. A judge with an unscored order gives no decision for the question (never a Tie, 0 or 1). Under the
+single order (seed 001's protocol) the one judged order, put into A's frame, is the judge's decision.
 
 The jury's A/B/Tie probabilities: the mean of the judges' logprob probabilities (each averaged over both
 orders) when every deciding judge has them; otherwise the jury's vote shares. `DecisionProbabilities.source`
@@ -31,10 +32,11 @@ from ragcourt.nodes.tournament_state import (
     JudgeDecision,
     MatchContext,
     MatchState,
+    PairChecks,
     QuestionOutcome,
     ScoreScheme,
 )
-from ragcourt.schema import Check, Label, Verdict
+from ragcourt.schema import Label, Verdict
 
 _SWAP = {Label.A: Label.B, Label.B: Label.A, Label.TIE: Label.TIE}
 _SURE_TIE = {Label.A: 0.0, Label.B: 0.0, Label.TIE: 1.0}
@@ -78,6 +80,29 @@ def resolve_orders(judge_id: str, first: Verdict | None, second: Verdict | None)
                          probabilities=probabilities)
 
 
+def resolve_single(judge_id: str, verdict: Verdict | None, a_first: bool) -> JudgeDecision:
+    """A judge's decision on a pair judged in one order: A shown first when `a_first`, else B shown first."""
+    order = "A" if a_first else "B"
+    problem = _problem(order, verdict)
+    if problem:
+        return JudgeDecision(judge_id=judge_id, label=None, label_first=None, label_second=None, na_reason=problem)
+    assert verdict is not None and verdict.label is not None
+    label = verdict.label if a_first else swap_label(verdict.label)
+    probabilities = None
+    if verdict.probabilities:
+        probabilities = {x: verdict.probabilities.get(x if a_first else swap_label(x), 0.0) for x in _SWAP}
+    return JudgeDecision(judge_id=judge_id, label=label, label_first=label if a_first else None,
+                         label_second=None if a_first else label, probabilities=probabilities)
+
+
+def _decision(judge_id: str, pair: PairChecks, verdicts: Mapping[str, Verdict]) -> JudgeDecision:
+    first = verdicts.get(verdict_key(pair.a_first.id, judge_id)) if pair.a_first else None
+    second = verdicts.get(verdict_key(pair.b_first.id, judge_id)) if pair.b_first else None
+    if pair.a_first is None or pair.b_first is None:
+        return resolve_single(judge_id, first or second, a_first=pair.a_first is not None)
+    return resolve_orders(judge_id, first, second)
+
+
 def jury_probabilities(decisions: Sequence[JudgeDecision]) -> DecisionProbabilities:
     deciding = [d for d in decisions if d.label is not None]
     if deciding and all(d.probabilities for d in deciding):
@@ -91,23 +116,19 @@ def jury_probabilities(decisions: Sequence[JudgeDecision]) -> DecisionProbabilit
 
 
 def question_outcome(
-    question_id: str, pair: tuple[Check, Check], verdicts: Mapping[str, Verdict], judge_ids: Sequence[str],
+    question_id: str, pair: PairChecks, verdicts: Mapping[str, Verdict], judge_ids: Sequence[str],
     scheme: ScoreScheme,
 ) -> QuestionOutcome:
-    first, second = pair
-    decisions = tuple(
-        resolve_orders(j, verdicts.get(verdict_key(first.id, j)), verdicts.get(verdict_key(second.id, j)))
-        for j in judge_ids
-    )
+    decisions = tuple(_decision(j, pair, verdicts) for j in judge_ids)
     probabilities = jury_probabilities(decisions)
     score = (hard_score if scheme is ScoreScheme.HARD else soft_score)(probabilities)
-    return QuestionOutcome(question_id=question_id, check_ids=(first.id, second.id), decisions=decisions,
+    return QuestionOutcome(question_id=question_id, check_ids=tuple(c.id for c in pair.judged()), decisions=decisions,
                            probabilities=probabilities, score_a=score.value, na_reason=score.na_reason)
 
 
 async def score_match(state: MatchState, runtime: Runtime[MatchContext]) -> MatchState:
     ctx = runtime.context
-    judge_ids = [j.judge_id for j in ctx.judges]
+    judge_ids = [*(j.judge_id for j in ctx.judges), *(m.judge_id for m in ctx.metric_judges)]
     verdicts = state.get("verdicts", {})
     outcomes = tuple(
         question_outcome(question_id, pair, verdicts, judge_ids, ctx.scheme)

@@ -1,32 +1,41 @@
-"""Node: the pairwise checks of one match, judged in both orders by every judge.
+"""Node: the pairwise checks of one match, judged by every judge in both orders or in one drawn order.
 
-For each question: check (A, B) shows A's answer first, check (B, A) shows B's first. The judge sees the
-question, the evidence each system retrieved (labelled by the position its answer is shown in) and the
+For each question: check (A, B) shows A's answer first, check (B, A) shows B's first. Under
+`OrderProtocol.BOTH` both are judged; under `SINGLE` (seed 001's protocol) one, drawn per question from the
+order seed, the question and the two systems, so a re-run draws the same. The judge sees the question, the evidence each system retrieved (labelled by the position its answer is shown in) and the
 reference answer when there is one. Checks are content addressed by texts, not system names, so the
 same pair of answers is judged once per judge whatever the tournament; verdicts already in the store
 are reused (transient failures are asked again), and a re-run makes no judge call.
+
+Scalar metric judges (seed 001 4.2's threshold baseline) decide each judged check from the two answers'
+columns; they call nothing and store nothing, so a changed figure in an answer file is never served stale.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
 
 from ragcourt.judging import Judge
+from ragcourt.metrics.dice import system_score, threshold_label
 from ragcourt.nodes.state import verdict_key
-from ragcourt.nodes.tournament_state import MatchContext, MatchState
+from ragcourt.nodes.tournament_state import MatchContext, MatchState, OrderProtocol, PairChecks
 from ragcourt.schema import (
     NORMAL,
     Check,
     CheckKind,
     Chunk,
     Sample,
+    UnscoredReason,
     Verdict,
+    VerdictStatus,
     content_id,
     reusable,
 )
+from ragcourt.schema.config import ThresholdJudgeSpec
 
 
 def _chunk_lines(side: str, chunks: Sequence[Chunk]) -> str:
@@ -64,6 +73,49 @@ def both_orders(question: Sample, answer_a: Sample, answer_b: Sample) -> tuple[C
     return pairwise_check(question, answer_a, answer_b), pairwise_check(question, answer_b, answer_a)
 
 
+def a_shown_first(seed: int, question_id: str, system_a: str, system_b: str) -> bool:
+    """The single order's draw: a fair coin per question and match, reproducible from the seed."""
+    return random.Random(f"{seed}|{question_id}|{system_a}|{system_b}").random() < 0.5
+
+
+def match_checks(question: Sample, answer_a: Sample, answer_b: Sample, orders: OrderProtocol,
+                 a_first: bool = True) -> PairChecks:
+    """The checks judged for one question: both orders, or the one with A first when `a_first`, else B first."""
+    first, second = both_orders(question, answer_a, answer_b)
+    if orders is OrderProtocol.BOTH:
+        return PairChecks(first, second)
+    return PairChecks(first, None) if a_first else PairChecks(None, second)
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def metric_verdict(spec: ThresholdJudgeSpec, check: Check, shown_a: Sample, shown_b: Sample) -> Verdict:
+    """The threshold baseline on one check: Score_S(q) of the answer shown as A against the one shown as B."""
+    score_a, score_b = (system_score([_number(s.metadata.get(c)) for c in spec.columns]) for s in (shown_a, shown_b))
+    if score_a.value is None or score_b.value is None:
+        missing = [c for c in spec.columns if any(_number(s.metadata.get(c)) is None for s in (shown_a, shown_b))]
+        return Verdict.unscored(check.id, spec.judge_id, UnscoredReason.MISSING_ITEM,
+                                detail=f"no numeric figure for {', '.join(missing)} in both answers")
+    label = threshold_label(score_a.value, score_b.value, spec.tie_margin)
+    return Verdict(check_id=check.id, judge_id=spec.judge_id, status=VerdictStatus.OK, label=label,
+                   rationale=f"Score_S(q): A {score_a.value:.4g}, B {score_b.value:.4g}, tie band {spec.tie_margin:g}")
+
+
+def _metric_verdicts(ctx: MatchContext, pairs: dict[str, PairChecks], answer_a: dict[str, Sample],
+                     answer_b: dict[str, Sample]) -> list[Verdict]:
+    verdicts = []
+    for question_id, pair in pairs.items():
+        a, b = answer_a[question_id], answer_b[question_id]
+        for spec in ctx.metric_judges:
+            if pair.a_first is not None:
+                verdicts.append(metric_verdict(spec, pair.a_first, a, b))
+            if pair.b_first is not None:
+                verdicts.append(metric_verdict(spec, pair.b_first, b, a))
+    return verdicts
+
+
 async def _ask(ctx: MatchContext, judge: Judge, check: Check) -> list[Verdict]:
     async with ctx.semaphore():
         try:
@@ -85,15 +137,21 @@ async def _jury_member(ctx: MatchContext, judge: Judge, checks: Sequence[Check])
 
 async def judge_pairs(state: MatchState, runtime: Runtime[MatchContext]) -> MatchState:
     ctx = runtime.context
-    set_a, set_b = ctx.answer_sets[state["system_a"]], ctx.answer_sets[state["system_b"]]
-    pairs = {q.id: both_orders(q, set_a.answers[q.id], set_b.answers[q.id]) for q in ctx.questions}
+    system_a, system_b = state["system_a"], state["system_b"]
+    set_a, set_b = ctx.answer_sets[system_a], ctx.answer_sets[system_b]
+    pairs = {
+        q.id: match_checks(q, set_a.answers[q.id], set_b.answers[q.id], ctx.orders,
+                           a_shown_first(ctx.order_seed, q.id, system_a, system_b))
+        for q in ctx.questions
+    }
     # identical answers give one check for both orders: judge it once
-    checks = list({c.id: c for pair in pairs.values() for c in pair}.values())
+    checks = list({c.id: c for pair in pairs.values() for c in pair.judged()}.values())
     await ctx.store.aput(*checks)
     for question_id, pair in pairs.items():
-        await asyncio.to_thread(ctx.store.link_checks, ctx.run_id, question_id, [c.id for c in pair])
+        await asyncio.to_thread(ctx.store.link_checks, ctx.run_id, question_id, [c.id for c in pair.judged()])
     verdicts = await asyncio.gather(*(_jury_member(ctx, judge, checks) for judge in ctx.judges))
+    metric = _metric_verdicts(ctx, pairs, dict(set_a.answers), dict(set_b.answers))
     return {
         "checks": pairs,
-        "verdicts": {verdict_key(v.check_id, v.judge_id): v for batch in verdicts for v in batch},
+        "verdicts": {verdict_key(v.check_id, v.judge_id): v for batch in [*verdicts, metric] for v in batch},
     }

@@ -1,5 +1,6 @@
 """Node: the jury's verdicts into one decision per check (judging.reconciliation's policy), the loose
-re-retrieval trigger of seed 003 (element coverage under the threshold) and the route that follows."""
+re-retrieval trigger of seed 003 (element coverage under the threshold) and the route that follows: the loose
+round, or the Q-CARE sufficiency round (its checks need R(q), the reconciled serve decisions), review, score."""
 
 
 from __future__ import annotations
@@ -9,27 +10,26 @@ import asyncio
 from langgraph.runtime import Runtime
 
 from ragcourt.judging.reconciliation import reconcile_check
-from ragcourt.metrics.elements import needs_loose
-from ragcourt.nodes.names import HUMAN_REVIEW, RETRIEVE, SCORE
+from ragcourt.metrics.elements import coverage_of, needs_loose
+from ragcourt.nodes.check_planner import sufficiency_due
+from ragcourt.nodes.names import HUMAN_REVIEW, PLAN_CHECKS, RETRIEVE, SCORE
 from ragcourt.nodes.state import EvalContext, SampleState, verdict_key
 from ragcourt.schema import (
     LOOSE,
     NORMAL,
     CheckKind,
-    Label,
     Reconciled,
 )
 from ragcourt.schema.config import Method, ReviewMode
 
 
 def normal_coverage(state: SampleState, reconciled: dict[str, Reconciled]) -> float | None:
-    """Share of elements judged present in the normal context; None when nothing was decided."""
-    decided = [
-        reconciled[c.id].label for c in state.get("checks", {}).values()
+    """Share of elements judged present in the normal context, a split counting 0.5 (the scorer's element
+    coverage, the same function); None when nothing was decided."""
+    return coverage_of(
+        reconciled[c.id].yes_value for c in state.get("checks", {}).values()
         if c.kind is CheckKind.ELEMENT_IN_CONTEXT and c.condition == NORMAL and c.id in reconciled
-        and reconciled[c.id].label is not None
-    ]
-    return sum(label is Label.YES for label in decided) / len(decided) if decided else None
+    ).value
 
 
 async def reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
@@ -53,7 +53,9 @@ async def reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> Sample
 def route_after_reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> str:
     if state.get("loose_requested") and LOOSE.key not in state.get("retrievals", {}) \
             and LOOSE.key not in state.get("unavailable", {}):
-        return RETRIEVE
+        return RETRIEVE  # the loose round plans the sufficiency checks too, when they are due
+    if sufficiency_due(state, runtime.context.config):  # Q-CARE: R(q) is known now, judge sufficiency on it
+        return PLAN_CHECKS
     pending = [r for r in state.get("reconciled", {}).values() if r.provisional]
     if pending and runtime.context.config.review_mode is ReviewMode.INLINE:
         return HUMAN_REVIEW

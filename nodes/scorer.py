@@ -7,11 +7,13 @@ its checks were unscored and how many were escalated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from langgraph.runtime import Runtime
 
+from ragcourt.judging.llm_judge import claims_target_text
 from ragcourt.metrics import cuer, qcare
-from ragcourt.metrics.elements import element_coverage, element_outcome
+from ragcourt.metrics.elements import JuryValue, element_coverage, element_outcome
 from ragcourt.metrics.values import Decision, MetricKey, MetricName, NaCause, not_available
 from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.schema import (
@@ -19,12 +21,14 @@ from ragcourt.schema import (
     NORMAL,
     Check,
     CheckKind,
+    ConfidenceSource,
     Label,
     MetricValue,
     Reconciled,
     SampleDiagnostics,
     SampleStatus,
     TokenUsage,
+    TraceSource,
     VerdictStatus,
     WholeTarget,
 )
@@ -43,21 +47,29 @@ SPLIT_FAILED = "the {what} could not be split into {units} (the decomposer gave 
 
 
 class Decisions:
-    """Reconciled labels looked up by (kind, subject, target, condition)."""
+    """Reconciled labels looked up by (kind, subject, target, condition); the target is the target id, except
+    for subquery_answered: its text, the claims R(q) it was judged on (every such check's id is `claims`)."""
 
     def __init__(self, checks: Iterable[Check], reconciled: dict[str, Reconciled]) -> None:
         self._by_key: dict[tuple[CheckKind, str, str, str], Reconciled] = {}
         for check in checks:
             if check.id in reconciled:
                 # By subject text: identical texts (two equal claims) share one content-addressed check.
-                key = (check.kind, check.subject_text, check.target_id, check.condition.key)
+                target = check.target_text if check.kind is CheckKind.SUBQUERY_ANSWERED else check.target_id
+                key = (check.kind, check.subject_text, target, check.condition.key)
                 self._by_key[key] = reconciled[check.id]
 
     def get(self, kind: CheckKind, subject: str, target: str, condition: str = NORMAL.key) -> Decision:
+        """The decision; None when undecided, and when the judges split (it waits for a person)."""
         rec = self._by_key.get((kind, subject, target, condition))
         if rec is None or rec.label is None:
             return None
         return rec.label is Label.YES
+
+    def value(self, kind: CheckKind, subject: str, target: str, condition: str = NORMAL.key) -> JuryValue:
+        """The decision as seed 003's average of the judges: 1 / 0, 0.5 when they split, None undecided."""
+        rec = self._by_key.get((kind, subject, target, condition))
+        return None if rec is None else rec.yes_value
 
     def escalated(self, kinds: Sequence[CheckKind]) -> int:
         return sum(1 for (kind, *_), rec in self._by_key.items() if kind in kinds and rec.escalated)
@@ -74,8 +86,15 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
     covers = [[decisions.get(kind.SUBQUERY_IN_CHUNK, sq.text, c.id) for sq in subqueries] for c in chunks]
     serves = [[decisions.get(kind.CLAIM_SERVES_SUBQUERY, cl.text, sq.id) for sq in subqueries] for cl in claims]
     supports = [[decisions.get(kind.CLAIM_SUPPORTED, cl.text, c.id) for c in chunks] for cl in claims]
-    # Without claims nothing answers a sub-query: that is a decided "no", not an unscored check.
-    answered = [decisions.get(kind.SUBQUERY_ANSWERED, sq.text, WholeTarget.CLAIMS) if claims else False for sq in subqueries]
+    # Sufficiency is judged on R(q), the claims the jury found to serve q (seed 002, 3.4.2): the check on exactly
+    # that set decides. A q no claim serves has no such check (None): it is not covered whatever sufficiency
+    # would say (`covered_subqueries`), so without claims every sub-query is a decided "not covered".
+    answered = [
+        decisions.get(kind.SUBQUERY_ANSWERED, sq.text,
+                      claims_target_text(cl.text for cl, row in zip(claims, serves, strict=True) if row[j] is True))
+        if any(row[j] is True for row in serves) else None
+        for j, sq in enumerate(subqueries)
+    ]
     # k is the retrieval's own (top_k), the same for every sample, so C-Prec@k is one metric across the run;
     # given contexts have none, and every sample's chunks count whole under the name without @k.
     values = qcare.qcare_metrics(covers, serves, answered, supports, k=normal.k if normal else None)
@@ -116,22 +135,78 @@ def _why_no_claims(state: SampleState) -> str:
     return "the answer's claims could not be split (the decomposer gave no scored split)"
 
 
-def _answer_metrics(state: SampleState) -> list[MetricValue]:
+NO_TRACE = ("the system reports no trace and no claim-chunk support was judged for this answer (the judged trace "
+            "needs the cuer or qcare method)")
+UNDECIDED_TRACE = "the judged trace is undecided: {n} claim-chunk checks have no decision (unscored, or judges split)"
+
+
+class Trace(NamedTuple):
+    """The CUE-R used-chunk set U of one answer (None: unknown), whose it is, and the claim-chunk checks behind
+    a judged one that have no decision (unscored, or judges split) or that were escalated."""
+
+    used: frozenset[str] | None
+    source: TraceSource
+    unscored: int = 0
+    escalated: int = 0
+
+
+def cuer_traces(state: SampleState) -> dict[str, Trace]:
+    """U per answered condition: the system's report, else the chunks the jury found to support the answer's
+    claims (metrics.cuer.judged_trace). check_planner judges a claim-chunk pair once per sample, under the first
+    condition showing it, so the decisions are looked up by claim text and chunk id whatever their condition."""
+    reconciled, retrievals = state.get("reconciled", {}), state.get("retrievals", {})
+    support = {(c.subject_text, c.target_id): reconciled[c.id] for c in state.get("checks", {}).values()
+               if c.kind is CheckKind.CLAIM_SUPPORTED and c.id in reconciled}
+    traces = {}
+    for key, answer in state.get("answers", {}).items():
+        retrieval, claims = retrievals.get(key), state.get("claims", {}).get(key)
+        if answer.trace_source is TraceSource.REPORTED:
+            traces[key] = Trace(frozenset(answer.used_chunk_ids), TraceSource.REPORTED)
+        elif retrieval is not None and not retrieval.chunks:  # shown nothing, it used nothing
+            traces[key] = Trace(frozenset(), TraceSource.JUDGED)
+        elif retrieval is None or claims is None:
+            traces[key] = Trace(None, TraceSource.NONE)
+        else:
+            pairs = {chunk.id: [support.get((claim.text, chunk.id)) for claim in claims] for chunk in retrieval.chunks}
+            found = [rec for recs in pairs.values() for rec in recs]
+            used = cuer.judged_trace({chunk_id: [None if rec is None or rec.label is None else rec.label is Label.YES
+                                                 for rec in recs] for chunk_id, recs in pairs.items()})
+            traces[key] = Trace(used, TraceSource.JUDGED, sum(rec is None or rec.label is None for rec in found),
+                                sum(rec is not None and rec.escalated for rec in found))
+    return traces
+
+
+def _titles(state: SampleState, key: str) -> dict[str, str | None]:
+    retrieval = state.get("retrievals", {}).get(key)
+    return {c.id: c.title for c in retrieval.chunks} if retrieval else {}
+
+
+def _answer_metrics(state: SampleState, traces: dict[str, Trace]) -> list[MetricValue]:
     sample = state["sample"]
     answer = state.get("answers", {}).get(NORMAL.key)
     if not sample.gold_answers or answer is None:
         return []
     text = answer.text if answer.status is VerdictStatus.OK else None
     metrics = list(cuer.score_answer(text, sample.gold_answers, answer.confidence))
+    if answer.confidence_source is ConfidenceSource.PROBED and answer.confidence is None:
+        metrics = [not_available(m.name, "the confidence probe gave no usable answer")
+                   if m.name == MetricName.CONFIDENCE_ERROR and m.value is None and text is not None else m
+                   for m in metrics]
     normal = state.get("retrievals", {}).get(NORMAL.key)
     if sample.gold_titles and normal is not None and text is not None:
-        titles = {c.id: c.title for c in normal.chunks}
-        used = [titles.get(i) for i in answer.used_chunk_ids]
-        metrics.append(MetricValue(name="grounding_score", value=cuer.grounding_score(used, sample.gold_titles), n=1))
+        trace = traces[NORMAL.key]
+        if trace.used is None:
+            reason = UNDECIDED_TRACE.format(n=trace.unscored) if trace.source is TraceSource.JUDGED else NO_TRACE
+            metrics.append(not_available(MetricName.GROUNDING.value, reason, n_unscored=trace.unscored))
+        else:
+            titles = _titles(state, NORMAL.key)
+            value = cuer.grounding_score([titles.get(i) for i in sorted(trace.used)], sample.gold_titles)
+            metrics.append(MetricValue(name=MetricName.GROUNDING.value, value=value, n=1,
+                                       n_escalated=trace.escalated))
     return metrics
 
 
-def _perturbations(state: SampleState) -> tuple:
+def _perturbations(state: SampleState, traces: dict[str, Trace]) -> tuple:
     sample, answers = state["sample"], state.get("answers", {})
     original = answers.get(NORMAL.key)
     others = [a for key, a in answers.items() if key != NORMAL.key and a.condition.kind.is_perturbation]
@@ -140,11 +215,15 @@ def _perturbations(state: SampleState) -> tuple:
 
     def outcome(answer):  # noqa: ANN001, ANN202 - local adapter
         text = answer.text if answer.status is VerdictStatus.OK else None
-        return cuer.Outcome.score(answer.condition, text, sample.gold_answers, answer.confidence,
-                                  answer.used_chunk_ids if text is not None else None)
+        trace = traces[answer.condition.key]
+        return cuer.Outcome.score(
+            answer.condition, text, sample.gold_answers, answer.confidence,
+            trace.used if text is not None else None, chunk_titles=_titles(state, answer.condition.key),
+            gold_titles=sample.gold_titles, trace_source=trace.source, confidence_source=answer.confidence_source,
+            trace_unscored=trace.unscored, trace_escalated=trace.escalated,
+        )
 
-    normal = state.get("retrievals", {}).get(NORMAL.key)
-    titles = {c.id: c.title for c in normal.chunks} if normal else {}
+    titles = _titles(state, NORMAL.key)
     return cuer.utility_table(outcome(original), [outcome(a) for a in others], titles, sample.gold_titles).rows
 
 
@@ -162,9 +241,9 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     elements = tuple(
         element_outcome(
             e,
-            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, NORMAL.context_target),
-            decisions.get(CheckKind.ELEMENT_IN_CONTEXT, e.text, LOOSE.context_target, LOOSE.key),
-            decisions.get(CheckKind.ELEMENT_IN_ANSWER, e.text, WholeTarget.ANSWER),
+            decisions.value(CheckKind.ELEMENT_IN_CONTEXT, e.text, NORMAL.context_target),
+            decisions.value(CheckKind.ELEMENT_IN_CONTEXT, e.text, LOOSE.context_target, LOOSE.key),
+            decisions.value(CheckKind.ELEMENT_IN_ANSWER, e.text, WholeTarget.ANSWER),
         )
         for e in state.get("elements", ())
     )
@@ -193,12 +272,15 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     error = unavailable.get(NORMAL.key) or (
         normal_answer.error if normal_answer is not None and normal_answer.status is not VerdictStatus.OK else None
     )
+    traces = cuer_traces(state)
     diagnostics = SampleDiagnostics(
         run_id=state["run_id"], sample_id=sample.id, question=sample.question,
         status=SampleStatus.FAILED if error else SampleStatus.OK, error=error,
-        metrics=tuple([*qcare_metrics, *element_metrics, *_answer_metrics(state)]),
+        metrics=tuple([*qcare_metrics, *element_metrics, *_answer_metrics(state, traces)]),
         elements=elements, unsupported_claims=tuple(unsupported), uncovered_subqueries=tuple(uncovered),
-        perturbations=_perturbations(state),
+        perturbations=_perturbations(state, traces),
+        trace_source=traces[NORMAL.key].source if NORMAL.key in traces else None,
+        confidence_source=normal_answer.confidence_source if normal_answer is not None else None,
         escalations=tuple(sorted(r.check_id for r in reconciled.values() if r.provisional)),  # stable across runs
         n_checks=len(checks), n_unscored=sum(1 for v in verdicts if not v.scored), usage=usage,
         alignment_graph=graph,

@@ -30,7 +30,7 @@ from ragcourt.schema import (
 from ragcourt.schema.config import EvalConfig
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
-from ragcourt.systems import RAGSystem
+from ragcourt.systems import ConfidenceProbe, RAGSystem
 
 
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -83,3 +83,4 @@ class EvalContext:
     vectors: VectorStore | None = None
     collection: str | None = None
     splits_in_flight: SplitsInFlight = field(default_factory=dict)  # see decomposers.frozen_split
+    confidence_probe: ConfidenceProbe | None = None  # CUE-R: asked when the system reports no confidence

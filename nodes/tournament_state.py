@@ -7,13 +7,14 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
 from ragcourt.judging import Judge
 from ragcourt.metrics.dice import DecisionProbabilities, MatchResult
 from ragcourt.schema import Check, Label, Sample, Verdict
+from ragcourt.schema.config import ThresholdJudgeSpec
 from ragcourt.stores.records import RecordStore
 
 
@@ -22,6 +23,29 @@ class ScoreScheme(StrEnum):
 
     HARD = "hard"
     SOFT = "soft"
+
+
+class OrderProtocol(StrEnum):
+    """Which orders a pair is judged in (seed 001, 3.1 judges one and does not say which).
+
+    both (the default): A shown first and B shown first; orders that disagree count as Tie and are flagged
+    as position bias, whose rate is reported; twice the judge calls. single: the seed's one order, the A/B
+    position drawn per question from the seed so neither system is always shown first; half the calls, and
+    position bias is neither measured nor neutralised.
+    """
+
+    BOTH = "both"
+    SINGLE = "single"
+
+
+class PairChecks(NamedTuple):
+    """One question's pairwise checks in the match's frame; under the single order one of them is None."""
+
+    a_first: Check | None  # the match's A shown as A
+    b_first: Check | None  # the match's B shown as A
+
+    def judged(self) -> tuple[Check, ...]:
+        return tuple(c for c in self if c is not None)
 
 
 @dataclass(frozen=True)
@@ -36,8 +60,9 @@ class AnswerSet:
 class JudgeDecision(BaseModel):
     """One judge on one question, both orders resolved into A's frame (A = the match's first system).
 
-    label None (with na_reason) when either order is unscored. position_bias: the two orders disagreed, so
-    the judge counts as Tie for this pair (seed 001 runs both orders; the disagreement is the bias).
+    label None (with na_reason) when a judged order is unscored. position_bias: the two orders disagreed,
+    so the judge counts as Tie for this pair. Under the single order only one of label_first / label_second
+    is set (the order that was shown) and position_bias stays False: it was not measured.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -47,7 +72,7 @@ class JudgeDecision(BaseModel):
     label_first: Label | None  # as given with A shown first
     label_second: Label | None  # as given with B shown first, mapped back to A's frame
     position_bias: bool = False
-    probabilities: dict[Label, float] | None = None  # from logprobs, averaged over both orders
+    probabilities: dict[Label, float] | None = None  # from logprobs, averaged over the judged orders
     na_reason: str | None = None
 
 
@@ -57,7 +82,7 @@ class QuestionOutcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     question_id: str
-    check_ids: tuple[str, str]  # (A shown first, B shown first)
+    check_ids: tuple[str, ...]  # the judged orders: (A shown first, B shown first), or the one shown
     decisions: tuple[JudgeDecision, ...]
     probabilities: DecisionProbabilities
     score_a: float | None
@@ -67,7 +92,7 @@ class QuestionOutcome(BaseModel):
 class MatchState(TypedDict, total=False):
     system_a: str
     system_b: str
-    checks: dict[str, tuple[Check, Check]]  # question id -> (A first, B first)
+    checks: dict[str, PairChecks]  # question id -> its checks
     verdicts: dict[str, Verdict]  # verdict_key(check id, judge id) -> verdict
     outcomes: tuple[QuestionOutcome, ...]
     result: MatchResult
@@ -89,6 +114,9 @@ class MatchContext:
     questions: Sequence[Sample]  # the questions of every match, with references when known
     run_id: str
     scheme: ScoreScheme = ScoreScheme.HARD
+    orders: OrderProtocol = OrderProtocol.BOTH
+    order_seed: int = 0  # draws the shown order per question under OrderProtocol.SINGLE
+    metric_judges: Sequence[ThresholdJudgeSpec] = ()  # scalar baselines judging beside the jury, no calls
     concurrency: int = 8
     calls: JudgeCallCount = field(default_factory=JudgeCallCount)
     _semaphore: asyncio.Semaphore | None = None

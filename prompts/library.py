@@ -6,7 +6,7 @@ substitutes exactly those placeholders in a single pass, so literal braces (JSON
 value that itself contains `{question}` is never expanded again.
 
 Untrusted text (questions, answers, chunks) must reach a prompt through `untrusted()` (or `format_items()`
-for batched items): it is wrapped between markers that the text cannot contain, and every prompt states
+for batched items, `question_block()` for a question and its conversation history): it is wrapped between markers that the text cannot contain, and every prompt states
 that text between such markers is data, never instructions.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 import yaml
 
-from ragcourt.schema import CheckKind
+from ragcourt.schema import CheckKind, Turn
 
 PROMPT_HASH_LENGTH = 12
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -47,6 +47,7 @@ class PromptId(StrEnum):
     JUDGE_SUBQUERY_ANSWERED = "judge_subquery_answered"
     JUDGE_COMBINED = "judge_combined"  # every alignment kind of one sample and condition in one call
     DIMENSION_SCORE = "dimension_score"
+    DIMENSION_SCORE_ONLY = "dimension_score_only"  # seed 000's protocol: the score alone (dimension_protocol)
     RUBRIC_RELEVANCE = "rubric_relevance"
     RUBRIC_SPECIFICITY = "rubric_specificity"
     RUBRIC_COMPLETENESS = "rubric_completeness"
@@ -54,6 +55,7 @@ class PromptId(StrEnum):
     PAIRWISE = "pairwise"
     ANSWER_WITH_CONTEXT = "answer_with_context"
     ANSWER_CLOSED_BOOK = "answer_closed_book"
+    PROBE_CONFIDENCE = "probe_confidence"  # CUE-R: a confidence for a system that reports none
     GENERATE_QUESTION = "generate_question"
 
 
@@ -108,10 +110,10 @@ class Prompt:
                     f"prompt '{self.id}': variable '{name}' must be a string, got {type(value)}"
                 )
         declared = set(self.variables)
-        return _PLACEHOLDER.sub(
+        return separate_blocks(_PLACEHOLDER.sub(
             lambda match: values[match.group(1)] if match.group(1) in declared else match.group(0),
             self.template,
-        )
+        ))
 
 
 def parse_prompt(text: str, *, expected_id: str | None = None) -> Prompt:
@@ -199,6 +201,55 @@ def untrusted(text: str, label: str) -> str:
     raise AssertionError("unreachable: _nonces is infinite")
 
 
+_START = re.compile(r"<<<([A-Z][A-Z0-9_]*)-([0-9a-f]+)>>>\n")
+
+
+def _blocks(rendered: str) -> list[tuple[int, int, str, str, str]]:
+    """(start, end, label, nonce, text) of every untrusted block of a rendered prompt, in order.
+
+    Read left to right: the template and the text between blocks are ours, so the first marker found is a
+    real one; a block's text cannot contain its own end marker, so the first one after its start ends it, and
+    whatever marker-like text lies inside is skipped with it.
+    """
+    found, pos = [], 0
+    while (match := _START.search(rendered, pos)) is not None:
+        label, nonce = match.groups()
+        end_marker = f"\n{_markers(label, nonce)[1]}"
+        stop = rendered.find(end_marker, match.end())
+        if stop < 0:
+            break  # not a block of ours (no end): nothing after it is read as one
+        found.append((match.start(), stop + len(end_marker), label, nonce, rendered[match.end():stop]))
+        pos = stop + len(end_marker)
+    return found
+
+
+def separate_blocks(rendered: str) -> str:
+    """The rendered prompt with every block's markers absent from every untrusted text of the prompt.
+
+    `untrusted()` keeps a block's markers out of its own text; one text could still carry a copy of another
+    block's marker (its nonce is a hash of that other text, which may be public). Such a block gets the first
+    longer nonce of its own series that no text of this prompt contains: deterministic, so caching holds,
+    and a prompt without such a copy renders exactly as before.
+    """
+    blocks = _blocks(rendered)
+    texts = [text for *_, text in blocks]
+
+    def clear(label: str, nonce: str) -> bool:
+        start, end = _markers(label, nonce)
+        return not any(start in text or end in text for text in texts)
+
+    out, pos = [], 0
+    for begin, finish, label, nonce, text in blocks:
+        if not clear(label, nonce):
+            nonce = next(n for n in _nonces(text) if len(n) > len(nonce) and clear(label, n))
+        start, end = _markers(label, nonce)
+        out.append(rendered[pos:begin])
+        out.append(f"{start}\n{text}\n{end}")
+        pos = finish
+    out.append(rendered[pos:])
+    return "".join(out)
+
+
 def parse_untrusted(block: str) -> tuple[str, str]:
     """(label, text) of a block made by `untrusted()`; the inverse used to check the wrapping."""
     match = re.match(r"<<<([A-Z][A-Z0-9_]*)-([0-9a-f]+)>>>\n", block)
@@ -230,3 +281,29 @@ def format_items(
         head = f"[{item_id}]" if not note else f"[{item_id}] ({note})"
         blocks.append(f"{head}\n{untrusted(text, label)}")
     return "\n\n".join(blocks)
+
+
+
+HISTORY_HEADING = (
+    "Conversation so far, oldest turn first. The question after it is the latest user turn of this conversation: "
+    "read what it refers to (pronouns, ellipsis, \"that one\") from these turns, but the question to work on is "
+    "the latest one only."
+)
+
+
+def question_block(question: str, history: Sequence[Turn] = ()) -> str:
+    """The value of a prompt's `{question}` slot: the question between QUESTION markers, after the conversation
+    that led to it when there is one (seed 002, section 6).
+
+    Without history this is exactly `untrusted(question, "QUESTION")`, so a single-turn sample's prompt renders
+    as before conversations existed (same text, same cache key, and no prompt file changed its hash). With it,
+    a heading, each turn in its own block labelled by its role (HISTORY_USER, HISTORY_ASSISTANT), then the
+    question. The role is in the label, which our code writes: a turn's text cannot close its block or open
+    another (untrusted() and, at render time, separate_blocks() keep every marker of the prompt out of every
+    text), so it cannot forge a role, a turn or the question.
+    """
+    quoted = untrusted(question, "QUESTION")
+    if not history:
+        return quoted
+    turns = "\n\n".join(untrusted(turn.content, f"HISTORY_{turn.role}") for turn in history)
+    return f"{HISTORY_HEADING}\n{turns}\n\nLatest question:\n{quoted}"

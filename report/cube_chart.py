@@ -21,9 +21,10 @@ from ragcourt.analysis.cube_tables import (
     cube_r_at_k_reason,
     cube_reasons,
     cube_spread_reasons,
+    figure,
 )
 from ragcourt.analysis.na_notes import NaNotes
-from ragcourt.metrics.cube import AnswerSet, CubeReport, JudgeCube, Spread
+from ragcourt.metrics.cube import AnswerSet, CubeReading, CubeReport, JudgeCube, Spread
 
 WIDTH = 640
 LABEL_W = 170  # judge label column
@@ -61,6 +62,14 @@ def _marker(answer_set: AnswerSet, x: float, y: float) -> str:
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{color}"/>'
 
 
+def _other_rag_marker(x: float, y: float) -> str:
+    """The RAG mean of a reading other than the default (a hollow diamond, so the default's filled circle and
+    this one stay apart where they meet)."""
+    color = COLORS[AnswerSet.RAG]
+    return (f'<polygon points="{x:.1f},{y - 6:.1f} {x + 6:.1f},{y:.1f} {x:.1f},{y + 6:.1f} {x - 6:.1f},{y:.1f}" '
+            f'fill="#fff" stroke="{color}" stroke-width="2"/>')
+
+
 def _judge_row(judge: JudgeCube, dimension: str, y: float, reasons: dict[str, str], notes: NaNotes) -> list[str]:
     weights = judge.weights.weights
     weight = f" (w {weights[dimension]:.2f})" if weights is not None and dimension in weights else ""
@@ -71,6 +80,9 @@ def _judge_row(judge: JudgeCube, dimension: str, y: float, reasons: dict[str, st
         stroke = "#a33" if upper <= lower else "#bbbbbb"
         parts.append(f'<line x1="{score_x(lower):.1f}" y1="{y:.1f}" x2="{score_x(upper):.1f}" y2="{y:.1f}" '
                      f'stroke="{stroke}" stroke-width="3"/>')
+    for reading, figures in judge.readings.items():
+        if reading is not judge.reading and (other := figures.rag_means[dimension].value) is not None:
+            parts.append(_other_rag_marker(score_x(other), y))
     for aset in (AnswerSet.CLOSED_BOOK, AnswerSet.ORACLE, AnswerSet.RAG):
         if (mean := means[aset]) is not None:
             parts.append(_marker(aset, score_x(mean), y))
@@ -104,22 +116,35 @@ def _panel_counts(counts: CubeCounts, dimension: str) -> str:
 
 
 NOTE_CHARS = 110  # a note line of the chart's own notes, wrapped
+READING_MARKERS = {CubeReading.RETRIEVED: "RAG over the retrieved cases (seed 000's reading)",
+                   CubeReading.ALL: "RAG over every sample"}
+
+
+def _readings_legend(report: CubeReport) -> list[str]:
+    """With more than one reading of the RAG set: which marker, Wgt. Score and CuBE score is which."""
+    if len(report.reading_order) < 2:
+        return []
+    others = "; ".join(f"hollow diamond: {READING_MARKERS[r]}, its scores on the line '{r.label}:'"
+                       for r in report.reading_order[1:])
+    return [f"filled circle: {READING_MARKERS[report.reading]}, the default (Wgt. Score and CuBE score first); "
+            f"{others}"]
 
 
 def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension", *,
                     counts: CubeCounts | None = None, notes: NaNotes | None = None, warning: str | None = None,
-                    ranks: Sequence[int] | None = None, top_k: int | None = None) -> str:
-    """One panel per dimension, one row per judge: closed book (hollow circle), RAG (filled circle), oracle
-    (hollow square) trimmed means on 0-10; then each judge's Wgt. Score and CuBE score and the spread.
+                    ranks: Sequence[int] | None = None, top_n: int | None = None) -> str:
+    """One panel per dimension, one row per judge: closed book (hollow circle), RAG (filled circle; another
+    reading of the RAG set, a hollow diamond), oracle (hollow square) trimmed means on 0-10; then each judge's
+    Wgt. Score and CuBE score per reading and their spread.
 
     counts (the `counts` of cube_tables.cube_inputs): under the legend the checks and verdicts behind each answer
     set, and in each panel those of its dimension; the chart widens to fit them. Every n/a is followed by the number of its
     reason: in notes when given (the caller lists them, e.g. below the chart on the page), else in the chart's
-    own notes at its bottom. ranks and top_k (the run's) name the rank score in the weights' reason. warning:
+    own notes at its bottom. ranks and top_n (the run's) name the rank score in the weights' reason. warning:
     a line on top in red (e.g. that the judges are rule-based)."""
     own_notes = notes is None
     notes = NaNotes() if notes is None else notes
-    reasons = cube_reasons(report, ranks, top_k)
+    reasons = cube_reasons(report, ranks, top_n)
     spread_reasons = cube_spread_reasons(report)
     r_at_k_reason = cube_r_at_k_reason(report)
     r_at_k_note = None if r_at_k_reason is None else notes.ref(r_at_k_reason, "", "R@k")
@@ -129,6 +154,7 @@ def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension"
     if warning:
         caption += textwrap.wrap(warning, NOTE_CHARS)
     n_warning = len(caption)
+    caption += _readings_legend(report)
     if counts is not None:
         caption += [*CUBE_COUNTS_LEGEND,
                     *(f"{answer_set}: {counts.count(answer_set=answer_set).note()}" for answer_set in AnswerSet)]
@@ -158,16 +184,23 @@ def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension"
         y += panel_h
     for judge in report.judges:
         mine = reasons[judge.judge]
-        wgt = None if "wgt_score" not in mine else notes.ref(mine["wgt_score"], judge.judge, "wgt_score")
-        cube = None if "cube_score" not in mine else notes.ref(mine["cube_score"], judge.judge, "cube_score")
-        body.append(f'<text x="6" y="{y + 14}">{escape(judge.judge[:40])}: Wgt. Score '
-                    f"{_na(judge.weighted_score.value, wgt)}, CuBE score {_na(judge.cube_score.value, cube)}</text>")
+        for reading in report.reading_order:
+            scores = judge.readings[reading]
+            wgt_name, cube_name = figure("wgt_score", report, reading), figure("cube_score", report, reading)
+            wgt = None if wgt_name not in mine else notes.ref(mine[wgt_name], judge.judge, wgt_name)
+            cube = None if cube_name not in mine else notes.ref(mine[cube_name], judge.judge, cube_name)
+            who = judge.judge[:40] if reading is report.reading else f"    {reading.label}"
+            body.append(f'<text x="6" y="{y + 14}">{escape(who)}: Wgt. Score '
+                        f"{_na(scores.weighted_score.value, wgt)}, CuBE score {_na(scores.cube_score.value, cube)}"
+                        "</text>")
+            y += 20
+    for reading in report.reading_order:
+        name = figure("cube_score", report, reading)
+        cube_spread_note = None if name not in spread_reasons else notes.ref(spread_reasons[name], SPREAD, name)
+        which = "" if reading is report.reading else f" ({reading.label})"
+        body.append(f'<text x="6" y="{y + 14}" font-weight="bold">CuBE score{escape(which)} mean ± sd across judges: '
+                    f"{escape(_spread(report.spreads[reading].cube_score, cube_spread_note))}</text>")
         y += 20
-    cube_spread_note = (None if "cube_score" not in spread_reasons
-                        else notes.ref(spread_reasons["cube_score"], SPREAD, "cube_score"))
-    body.append(f'<text x="6" y="{y + 14}" font-weight="bold">CuBE score mean ± sd across judges: '
-                f"{escape(_spread(report.cube_score_spread, cube_spread_note))}</text>")
-    y += 20
     if own_notes:
         note_lines = [wrapped for line in notes.lines() for wrapped in textwrap.wrap(line, NOTE_CHARS,
                                                                                      subsequent_indent="    ")]

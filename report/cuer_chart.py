@@ -3,13 +3,15 @@ when it is removed, replaced by a distractor or duplicated, with the change in F
 
 A pure function from diagnostics to SVG text (no plotting library, labels escaped, no `style` attribute).
 A bar left of zero means the answer got worse under the perturbation: under `remove` the system depended on
-the chunk. A missing delta is written "n/a", never drawn as zero. The closed-book control (the question alone: every
+the chunk. A missing delta is written "n/a", never drawn as zero. Each cell also gives the trace divergence and
+the change in grounding (G), with a line saying whose traces they are (reported by the system or judged). The closed-book control (the question alone: every
 chunk removed), when given, is a line under the counts and a first row whose bar, in the remove column, is its
 mean change against the normal answers.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
@@ -58,7 +60,8 @@ def _cell(effect: PerturbationEffect | None, x0: float, y: float) -> list[str]:
     delta = effect.d_soft_correct
     parts.append(_delta_bar(zero, y, delta))
     parts.append(f'<text x="{x0 + 6:.1f}" y="{y + 17:.1f}" font-size="10" fill="#555">'
-                 f"soft {_fmt(delta)} F1 {_fmt(effect.d_f1)} trace {_fmt(effect.trace_divergence)}</text>")
+                 f"soft {_fmt(delta)} F1 {_fmt(effect.d_f1)} trace {_fmt(effect.trace_divergence)} "
+                 f"G {_fmt(effect.d_grounding)}</text>")
     return parts
 
 
@@ -78,6 +81,15 @@ def _closed_book_row(control: ClosedBookControl, y: float) -> list[str]:
     parts.append(f'<text x="{LABEL_W + 6}" y="{y + 17:.1f}" font-size="10" fill="#555">'
                  f"{escape(f'mean soft {_fmt(delta)}{soft} F1 {_fmt(f1)}')}</text>")
     return parts
+
+
+def _trace_line(effects: Sequence[PerturbationEffect]) -> str:
+    """Whose traces the trace divergence and grounding (G) changes compare, so a judged trace is never read as
+    the system's own."""
+    sources = Counter(str(e.trace_source) for e in effects)
+    shown = ", ".join(f"{source} {n}" for source, n in sorted(sources.items())) or "none"
+    return (f"trace / G: perturbed answers' used chunks by source: {shown} (reported: the system's own; judged: "
+            "the chunks the jury found to support the answer's claims)")
 
 
 def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE-R per-chunk utility",
@@ -104,7 +116,7 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
     shown = list(rows)[:max_rows]
     control_lines = [] if closed_book is None else [closed_book.note()]
     control_rows = 1 if closed_book is not None and closed_book.effects else 0
-    lines = len(caption) + len(KINDS) + len(control_lines)
+    lines = len(caption) + len(KINDS) + 1 + len(control_lines)  # + the trace-source line
     header_h = 58 + 16 * lines
     height = header_h + ROW_H * (len(shown) + control_rows) + (24 if len(rows) > len(shown) else 8)
     all_effects = [e for cells in rows.values() for e in cells.values()]
@@ -118,6 +130,7 @@ def cuer_utility_svg(diagnostics: Sequence[SampleDiagnostics], title: str = "CUE
         unavailable = "" if found is None or not found.unavailable else f" · unavailable {found.unavailable}"
         kind_lines.append(f"{kind}: mean soft change gold {_fmt(_mean(gold))} (n={_n(gold)}), non-gold "
                           f"{_fmt(_mean(other))} (n={_n(other)}); {len(of_kind)} chunks{failed}{unavailable}")
+    kind_lines.append(_trace_line(all_effects))
     kind_lines += control_lines
     width = max([WIDTH, *(int(len(line) * 6.6) + 12 for line in (*caption, *kind_lines))])
     parts = [

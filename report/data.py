@@ -257,7 +257,7 @@ def check_views(store: RecordStore, run_id: str, sample_ids: Sequence[str]) -> l
     in the store's order (the exports read a run this way, a slice of questions at a time)."""
     checks = store.checks_of_samples(run_id, sample_ids)
     check_ids = [c.id for c in checks]
-    verdicts_by_check = _group(store.get_verdicts(check_ids), "check_id") if checks else {}
+    verdicts_by_check = _group(store.run_verdicts(run_id, check_ids), "check_id") if checks else {}
     reconciled = {r.check_id: r for r in store.reconciled_of_checks(run_id, check_ids)}
     reviews = store.latest_reviews(run_id, check_ids)
     return [CheckView(check=c, verdicts=tuple(verdicts_by_check.get(c.id, ())), reconciled=reconciled.get(c.id),

@@ -56,6 +56,8 @@ def decision_text(view: CheckView) -> str:
     rec = view.reconciled
     if rec is None:
         return "not reconciled"
+    if rec.split and rec.label is None:
+        return "judges split"
     if rec.label is None and rec.score is None:
         return "undecided"
     return str(rec.label) if rec.label is not None else num(rec.score, 1)

@@ -13,10 +13,13 @@ import pandas as pd
 from markupsafe import Markup
 
 from ragcourt.analysis.cube_tables import (
+    HUMAN_NOTE,
     SPREAD,
     Unavailable,
     cube_bounds_noted_frame,
     cube_counts_frame,
+    cube_human,
+    cube_human_noted,
     cube_inputs,
     cube_noted_frame,
     cube_of_inputs,
@@ -24,11 +27,15 @@ from ragcourt.analysis.cube_tables import (
     cube_retrieved_only_noted,
     cube_rule_based_note,
     cube_spread_reasons,
+    figure,
     fixed_weights,
+    reading_legend,
+    top_n_note,
 )
 from ragcourt.analysis.cuer_tables import (
     CLOSED_BOOK_ROW,
     cuer_closed_book_of_run,
+    cuer_condition_frame,
     cuer_counts,
     cuer_frame,
     cuer_totals,
@@ -43,6 +50,7 @@ from ragcourt.analysis.qcare_tables import (
     unsupported_claim_frame,
 )
 from ragcourt.analysis.summary import MetricRow
+from ragcourt.data.human_scores import HumanScores
 from ragcourt.metrics.cube import RANK_SCORE_IS
 from ragcourt.metrics.values import MetricKey, MetricName
 from ragcourt.report.cube_chart import cube_bounds_svg
@@ -129,18 +137,22 @@ def qcare_section(data: ReportData) -> Section:
 
 
 def gap_share_chart(gaps: pd.DataFrame, coverage: tuple[MetricRow, ...]) -> Markup:
-    """The gap shares of the element table (gap_share_frame) with the counts behind them: per bar its count
-    of the n decided missing elements; in the caption n, the undecided elements (left out, as unscored
-    units are) and the escalated element checks (the element coverage table's count)."""
+    """The gap shares of the element table (gap_share_frame) with the counts behind them: per bar its weight
+    of the n decided missing elements (a count; judges_split elements add their fractions); in the caption n,
+    the judges_split elements, the undecided elements (left out, as unscored units are) and the escalated
+    element checks (the element coverage table's count)."""
     shown = gaps[gaps["gap_share"].notna()]
-    n_missing = int(sum(shown["count"]))
+    weights = gaps.attrs["weights"]
+    n_missing = float(sum(weights[status] for status in shown["status"]))
     n_elements = int(sum(gaps["count"]))
-    n_undecided = gaps.attrs["n_undecided"]
+    n_undecided, n_split = gaps.attrs["n_undecided"], gaps.attrs["n_split"]
     escalated = (f"escalated {sum(r.n_escalated for r in coverage)} element checks" if coverage
                  else "escalated element checks: n/a (no element coverage figure)")
-    caption = (f"n={n_missing} decided elements missing from the answer (of {n_elements} elements)",
+    split = (f" · judges split on {n_split} elements: shared out in fractions (seed 003 averages the judges)"
+             if n_split else "")
+    caption = (f"n={n_missing:g} decided elements missing from the answer (of {n_elements} elements){split}",
                f"unscored: {n_undecided} undecided elements left out (no share) · {escalated}")
-    bars = [Bar(row.status, row.gap_share, f"({row.count} of {n_missing})") for row in shown.itertuples()]
+    bars = [Bar(row.status, row.gap_share, f"({weights[row.status]:g} of {n_missing:g})") for row in shown.itertuples()]
     return bar_chart("Where missing elements were lost", bars, lo=0.0, hi=1.0, caption=caption)
 
 
@@ -160,7 +172,8 @@ def elements_section(data: ReportData) -> Section:
 
 
 CUBE_TABLE_LEGEND = ("counts: checks = dimension-score checks · scored = verdicts with a score (the n of the "
-                     "trimmed means) · unscored = verdicts left out, never counted as 0 · no_verdict = sample x "
+                     "trimmed means; seed 000's reading of the RAG set averages those of the retrieved cases only) · "
+                     "unscored = verdicts left out, never counted as 0 · no_verdict = sample x "
                      "judge places with no verdict · escalated = checks whose judges disagreed; each judge's own "
                      "score still counts (CuBE averages the judges' scores, not the jury's decision)")
 
@@ -169,39 +182,52 @@ def _with_note(text: str, note: int | None) -> str:
     return text if note is None else f"{text} [{note}]"
 
 
-def cube_section(store: RecordStore, data: ReportData) -> Section:
-    """CuBE's Table 4, weighted totals, retrieved-only analysis (seed 000, 5.3) and counts, with the bounds chart.
-    Every n/a cell or figure is followed by the number of its reason ("n/a [k]"), listed under the section."""
+def cube_section(store: RecordStore, data: ReportData, human: HumanScores | None = None) -> Section:
+    """CuBE's Table 4, weighted totals, retrieved-only analysis (seed 000, 5.3) and counts, with the bounds chart;
+    with `human` ratings, Table 5 (the ratings between the judges' bounds). Every n/a cell or figure is followed
+    by the number of its reason ("n/a [k]"), listed under the section. Raises ValueError for rated sample ids the
+    run does not have."""
     config = data.config
     inputs = cube_inputs(store, data.run.run_id, config)
     if isinstance(inputs, Unavailable):
         return Section("cube", "CuBE", notes=(f"n/a: {inputs.reason}",))
     report, counts = cube_of_inputs(inputs, config), inputs.counts
-    where: dict[str, Any] = {"ranks": inputs.ranks, "top_k": config.top_k}
+    where: dict[str, Any] = {"ranks": inputs.ranks, "top_n": inputs.top_n}
     na = NaNotes()
     table4 = cube_noted_frame(report, counts, na, **where)
     bounds = cube_bounds_noted_frame(report, counts, na, **where)
-    retrieved = cube_retrieved_only_noted(inputs, config.top_k, na)
+    retrieved = cube_retrieved_only_noted(inputs, na)
+    humans = () if human is None else (NamedTable.noted(
+        "cube_human", "CuBE human ratings between the judges' bounds (seed 000, Table 5)",
+        cube_human_noted(cube_human(inputs, report, human, config), report, counts.n_samples, na)),)
     rule_based = cube_rule_based_note(config, [j.judge for j in report.judges])
     chart = cube_bounds_svg(report, counts=counts, notes=na, warning=rule_based, **where)
-    r_at_k, spread = report.r_at_k.value, report.cube_score_spread
-    r_at_k_reason, spread_reason = cube_r_at_k_reason(report), cube_spread_reasons(report).get("cube_score")
+    r_at_k, r_at_k_reason, spread_reasons = report.r_at_k.value, cube_r_at_k_reason(report), cube_spread_reasons(report)
     r_at_k_text = _with_note("n/a" if r_at_k is None else f"{r_at_k:.2%}",
                              None if r_at_k_reason is None else na.ref(r_at_k_reason, "", "R@k"))
-    spread_text = ("n/a" if spread.mean is None else f"{spread.mean:.3f}") + (
-        "" if spread.mean is None or spread.sd is None else f" ± {spread.sd:.3f}")
-    spread_text = _with_note(spread_text, None if spread_reason is None else na.ref(spread_reason, SPREAD,
-                                                                                     "cube_score"))
+    spread_texts = []
+    for reading in report.reading_order:
+        spread, name = report.spreads[reading].cube_score, figure("cube_score", report, reading)
+        text = ("n/a" if spread.mean is None else f"{spread.mean:.3f}") + (
+            "" if spread.mean is None or spread.sd is None else f" ± {spread.sd:.3f}")
+        reason = spread_reasons.get(name)
+        spread_texts.append(_with_note(text, None if reason is None else na.ref(reason, SPREAD, name)))
+    others = [f"CuBE score across judges, {reading.label}: {text}"
+              for reading, text in zip(report.reading_order[1:], spread_texts[1:], strict=True)]
     weights = ("weights: fixed, from the config's dimensions" if fixed_weights(config) else
                "weights: automatic, |Pearson r| of each dimension's RAG scores with the rank score, normalized to "
                f"sum 1 (seed 000, 5.3); {RANK_SCORE_IS}")
     every = counts.count()
     notes = (
         "normalized = (RAG - closed_book) / (oracle - closed_book); CuBE score = normalized weighted total x R@k",
+        reading_legend(report),
         weights,
-        f"R@k = {r_at_k_text}; CuBE score across judges: {spread_text}",
+        f"R@k = {r_at_k_text}; CuBE score across judges: {spread_texts[0]}",
+        *others,
+        top_n_note(inputs, config.top_k),
         f"{counts.n_samples} samples x {len(counts.judges)} judges; every answer set: {every.note()}",
         CUBE_TABLE_LEGEND,
+        *((HUMAN_NOTE,) if humans else ()),
         *(("n/a [k]: the reason is note k at the end of this section",) if na.texts else ()),
     )
     return Section("cube", "CuBE: between no retrieval and perfect retrieval", notes=notes,
@@ -215,9 +241,15 @@ def cube_section(store: RecordStore, data: ReportData) -> Section:
                                             "and over the samples whose gold document was retrieved, with the "
                                             "mean and sd of those", retrieved),
                            NamedTable("cube_counts", "CuBE checks and verdicts per answer set and dimension",
-                                      cube_counts_frame(counts))),
+                                      cube_counts_frame(counts)),
+                           *humans),
                    # the chart escapes its own labels
                    charts=(Markup(chart),), na_notes=tuple(na.entries()))
+
+
+CUER_CONDITIONS_TITLE = ("CUE-R per condition: grounding, confidence error and trace divergence of the normal and "
+                         "the perturbed answers; trace: reported (the system's own) or judged (the chunks the jury "
+                         "found to support the answer's claims); confidence: reported or probed")
 
 
 def cuer_section(store: RecordStore, data: ReportData) -> Section:
@@ -244,7 +276,8 @@ def cuer_section(store: RecordStore, data: ReportData) -> Section:
                *totals, closed_book.note(),
                "rows: perturbed answers · n_<change>: rows with that change (each mean is over them) · failed: "
                "rows whose perturbed answer is unscored (no change)", *((control,) if control else ())),
-        tables=(NamedTable("cuer_effects", f"CUE-R perturbation effects: {totals[0]}", frame),),
+        tables=(NamedTable("cuer_effects", f"CUE-R perturbation effects: {totals[0]}", frame),
+                NamedTable("cuer_conditions", CUER_CONDITIONS_TITLE, cuer_condition_frame(diagnostics))),
         # the chart escapes its own labels
         charts=(Markup(cuer_utility_svg(diagnostics, counts=counts, closed_book=closed_book)),),
     )
@@ -258,7 +291,8 @@ def answer_section(data: ReportData) -> Section | None:
                    tables=(NamedTable("answer_metrics", "Answer metrics", metric_frame(rows)),))
 
 
-def method_sections(store: RecordStore, data: ReportData) -> list[Section]:
+def method_sections(store: RecordStore, data: ReportData, human: HumanScores | None = None) -> list[Section]:
+    """One section per method of the run; `human`: people's ratings of the RAG answers for CuBE's Table 5."""
     sections: list[Section] = []
     for method in data.methods:
         if method is Method.QCARE:
@@ -266,7 +300,7 @@ def method_sections(store: RecordStore, data: ReportData) -> list[Section]:
         elif method is Method.ELEMENTS:
             sections.append(elements_section(data))
         elif method is Method.CUBE:
-            sections.append(cube_section(store, data))
+            sections.append(cube_section(store, data, human))
         elif method is Method.CUER:
             sections.append(cuer_section(store, data))
     answers = answer_section(data)

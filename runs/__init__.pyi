@@ -8,8 +8,8 @@ from .models import ConfiguredAnswerer, Models, check_model_specs, eval_context
 from .ranking import RankingReport, RankSettings, place_against_baselines, rank_systems
 from .rerun import RerunResult, arerun_changed, plan_changes
 from .rescore import arescore_run, rescore_run
-from .runner import RunLock, RunLockedError, Runner, RunPaths
-from .workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
+from .runner import ResumePlan, RunLock, RunLockedError, Runner, RunPaths, SamplesChangedError
+from .workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
 
 __all__ = [
     "ConfiguredAnswerer",
@@ -24,10 +24,12 @@ __all__ = [
     "RankSettings",
     "RankingReport",
     "RerunResult",
+    "ResumePlan",
     "RunLock",
     "RunLockedError",
     "RunPaths",
     "Runner",
+    "SamplesChangedError",
     "Workspace",
     "aevaluate",
     "arerun_changed",
@@ -36,6 +38,7 @@ __all__ = [
     "calibrate",
     "check_live_config",
     "check_model_specs",
+    "derived_run_id",
     "eval_context",
     "evaluate",
     "export_lines",

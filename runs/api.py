@@ -20,8 +20,8 @@ from ragcourt.data.loaders import load_samples
 from ragcourt.runs import background_loop
 from ragcourt.runs.models import ConfiguredAnswerer, Models, eval_context
 from ragcourt.runs.runner import Runner
-from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, PathInput, Workspace
-from ragcourt.schema import Sample, SampleDiagnostics, content_id
+from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, PathInput, Workspace, derived_run_id
+from ragcourt.schema import Sample, SampleDiagnostics
 from ragcourt.schema.config import EvalConfig
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import Generator, LangChainSystem, RAGSystem, ReferenceRAG
@@ -129,7 +129,7 @@ def _plan(samples: Sequence[Sample] | None, system: RAGSystem | None, retriever:
           collection: str | None, dataset: DatasetInput | None) -> _Plan:
     samples, system, label, config = _resolve(samples, system, retriever, chain, dataset, config)
     workspace = Workspace(home)
-    run_id = run_id or f"run-{content_id(config.model_dump(mode='json'), [s.id for s in samples], system.name)}"
+    run_id = run_id or derived_run_id(config, samples, system.name)
     workspace.run_dir(run_id)  # a run id that is not a plain name is refused before anything is opened
     if vectors is None and collection is None and isinstance(system, ReferenceRAG):
         vectors, collection = system.vectors, system.collection  # its collection gives distractors, as in the CLI
@@ -171,7 +171,10 @@ async def astream(
     alone that returns a dict with "context" (Documents) and "answer" (see systems.LangChainSystem).
     `dataset` is a .jsonl/.json/.csv path (str or PathLike) or a list of Samples when `samples` is not given.
     Without `config`, a LangChain app is evaluated with its retriever's own k and score threshold. `home` is
-    the workspace directory (str or PathLike).
+    the workspace directory (str or PathLike). `run_id` defaults to one derived from the configuration, the
+    system and the samples' contents: the same call again resumes the run (asking again only what failed for a
+    transient reason), and after an edit of the samples it is a new run. An explicit `run_id` over samples the
+    run holds with other contents raises SamplesChangedError (naming them) before anything is written.
     """
     plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset)
     # On ragcourt's loop, as `evaluate`; closed with this generator, so a consumer that stops early has the

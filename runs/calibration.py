@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragcourt.data.loaders import (
     DatasetError,
     DatasetErrors,
+    HumanAspect,
     RagCheckerPair,
     label_from_human_score,
     read_jsonl_models,
@@ -405,10 +406,12 @@ def annotator_name(index: int) -> str:
 
 
 async def judge_ragchecker(
-    pairs: Sequence[RagCheckerPair], judges: Sequence[Judge], store: RecordStore, run_id: str
-) -> tuple[list[CalibrationItem], tuple[QuestionOutcome, ...]]:
+    pairs: Sequence[RagCheckerPair], judges: Sequence[Judge], store: RecordStore, run_id: str,
+    aspects: Sequence[HumanAspect] = (HumanAspect.OVERALL,),
+) -> tuple[dict[HumanAspect, list[CalibrationItem]], tuple[QuestionOutcome, ...]]:
     """Judge every pair in both orders (model1 shown as A first) and pair the decisions with the humans'
-    overall labels: negative = model1 (A) better, positive = model2 (B) better, 0 = Tie."""
+    labels of each aspect (overall, correctness, completeness): negative = model1 (A) better, positive =
+    model2 (B) better, 0 = Tie. The pairs are judged once; only the human reference differs per aspect."""
     questions = [p.to_sample() for p in pairs]
     sets = {
         MODEL1: AnswerSet(MODEL1, {p.sample_id: Sample(id=p.sample_id, question=p.query, answer=p.model1.response)
@@ -418,7 +421,7 @@ async def judge_ragchecker(
     }
     context = MatchContext(judges=judges, store=store, answer_sets=sets, questions=questions, run_id=run_id)
     state = await build_match_graph().ainvoke({"system_a": MODEL1, "system_b": MODEL2}, context=context)
-    items = []
+    items: dict[HumanAspect, list[CalibrationItem]] = {aspect: [] for aspect in aspects}
     for pair, outcome in zip(pairs, state["outcomes"], strict=True):
         judged: dict[str, Label | None] = {d.judge_id: d.label for d in outcome.decisions}
         numbers: dict[str, float | None] = {j: None if x is None else _PREFERENCE[x] for j, x in judged.items()}
@@ -426,11 +429,13 @@ async def judge_ragchecker(
             judged[JURY] = jury_label(CheckKind.PAIRWISE, [d.label for d in outcome.decisions])
             p = outcome.probabilities
             numbers[JURY] = None if p.p_a is None or p.p_b is None else p.p_b - p.p_a
-        items.append(CalibrationItem(
-            item_id=pair.sample_id, kind=CheckKind.PAIRWISE,
-            human={annotator_name(i): label_from_human_score(a.overall) for i, a in enumerate(pair.annotations)},
-            judges=judged,
-            human_numbers={annotator_name(i): float(a.overall) for i, a in enumerate(pair.annotations)},
-            judge_numbers=numbers,
-        ))
+        for aspect in aspects:
+            items[aspect].append(CalibrationItem(
+                item_id=pair.sample_id, kind=CheckKind.PAIRWISE,
+                human={annotator_name(i): label_from_human_score(a.score(aspect))
+                       for i, a in enumerate(pair.annotations)},
+                judges=judged,
+                human_numbers={annotator_name(i): float(a.score(aspect)) for i, a in enumerate(pair.annotations)},
+                judge_numbers=numbers,
+            ))
     return items, state["outcomes"]

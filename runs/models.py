@@ -24,7 +24,7 @@ from ragcourt.schema.config import NO_LLM_MODELS, ConfigError, EvalConfig
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
-from ragcourt.systems import ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
+from ragcourt.systems import ConfidenceProbe, ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
 
 
 def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
@@ -32,7 +32,8 @@ def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
     building the Models would fail on, found before a store is opened or anything is built."""
     named = [(f"judges.{i}.model", j.model) for i, j in enumerate(config.judges) if j.model not in NO_LLM_MODELS]
     named += [(key, value) for key, value in (("decomposer", config.decomposer), ("answerer", config.answerer),
-                                               ("bounds_generator", config.bounds_generator))
+                                               ("bounds_generator", config.bounds_generator),
+                                               ("confidence_probe", config.confidence_probe))
               if value is not None and value not in NO_LLM_MODELS]
     for key, text in named:
         try:
@@ -60,7 +61,7 @@ class Models:
     def __post_init__(self) -> None:
         self.limiters = self.limiters or LimiterRegistry(default_max_concurrency=self.config.llm_concurrency)
 
-    def client(self, spec_text: str, role: str, *, logprobs: bool = False) -> Any:
+    def client(self, spec_text: str, role: str, *, logprobs: bool = False, temperature: float = 0.0) -> Any:
         spec = ModelSpec.parse(spec_text)
         assert self.limiters is not None
         # A local model runs one call at a time anyway (llama.cpp): queue the rest here, not in threads.
@@ -73,7 +74,7 @@ class Models:
         return build_client(
             spec, role=role, cache=self.store,
             limiter=self.limiters.limiter_for(spec.endpoint, max_concurrency=in_flight),
-            usage=self.usage, timeout_s=self.config.timeout_s, logprobs=logprobs,
+            usage=self.usage, timeout_s=self.config.timeout_s, logprobs=logprobs, temperature=temperature,
             top_logprobs=5 if logprobs else None, http_client=http_client,
         )
 
@@ -88,7 +89,12 @@ class Models:
             if spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
                 out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed, name=spec.id))
             else:
-                out.append(LLMJudge(self.client(spec.model, "judge", logprobs=spec.logprobs), spec.judge_id))
+                client = self.client(spec.model, "judge", logprobs=spec.logprobs)
+                # Repeated CuBE scorings sample; every other call of the judge stays at temperature 0.
+                sampling = (self.client(spec.model, "judge", logprobs=spec.logprobs, temperature=spec.repeat_temperature)
+                            if spec.repeats > 1 else None)
+                out.append(LLMJudge(client, spec.judge_id, dimension_protocol=spec.protocol, repeats=spec.repeats,
+                                    repeat_client=sampling))
         ids = [j.judge_id for j in out]
         if len(set(ids)) != len(ids):
             raise ValueError(f"judge ids must be unique, got {ids}; give repeated models an 'id'")
@@ -127,13 +133,18 @@ class Models:
             return ExtractiveGenerator()
         return LLMGenerator(self.client(spec, "bounds"), name=spec)
 
+    def confidence_probe(self) -> ConfidenceProbe | None:
+        """CUE-R's confidence probe for systems that report no confidence; None when the config sets none."""
+        spec = self.config.confidence_probe
+        return None if spec is None else ConfidenceProbe(self.client(spec, "confidence_probe"))
+
 
 def eval_context(config: EvalConfig, system: RAGSystem, store: RecordStore, models: Models,
                  vectors: VectorStore | None, collection: str | None) -> EvalContext:
     """The EvalContext of a run: `system` under test, the jury and decomposer `models` builds, `store`, and
     the chromadb `vectors` / `collection` that give distractors (None for none)."""
     return EvalContext(config=config, system=system, judges=models.judges(), decomposer=models.decomposer(),
-                       store=store, vectors=vectors, collection=collection)
+                       store=store, vectors=vectors, collection=collection, confidence_probe=models.confidence_probe())
 
 
 @dataclass

@@ -2,8 +2,9 @@
 single-system mode against High / Medium / Low baselines.
 
 Systems are answer sets: precomputed JSONL files (one per system: id, question, answer, contexts?) or live
-`RAGSystem`s answered once up front. Every match is the pairwise checks, in both orders, of the same
-questions (all common questions, or a seeded sample of them) by the whole jury (graphs/tournament.py).
+`RAGSystem`s answered once up front. Every match is the pairwise checks, in both orders (the default) or in
+one seeded order per question (seed 001's protocol), of the same questions (all common questions, or a
+seeded sample of them) by the whole jury and any scalar threshold judges (graphs/tournament.py).
 The pairing, Elo and bootstrap intervals are `metrics.dice.run_tournament`, which calls matches
 synchronously: it runs in a worker thread and hands each match to the event loop that owns the jury.
 """
@@ -36,6 +37,7 @@ from ragcourt.metrics.dice import (
     TierPosition,
     TournamentMode,
     TournamentResult,
+    position_bias_rate,
     run_tournament,
     tier_position,
 )
@@ -43,10 +45,12 @@ from ragcourt.nodes.tournament_state import (
     AnswerSet,
     JudgeCallCount,
     MatchContext,
+    OrderProtocol,
     QuestionOutcome,
     ScoreScheme,
 )
-from ragcourt.schema import NORMAL, RunInfo, Sample, content_id
+from ragcourt.schema import NORMAL, MetricValue, RunInfo, Sample, content_id
+from ragcourt.schema.config import ThresholdJudgeSpec
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import RAGSystem
 
@@ -126,6 +130,23 @@ class RankSettings(BaseModel):
     scheme: ScoreScheme = ScoreScheme.HARD
     n_bootstrap: int = DEFAULT_BOOTSTRAP_RESAMPLES
     concurrency: int = Field(default=8, ge=1)
+    orders: OrderProtocol = Field(default=OrderProtocol.BOTH, description="both orders, or seed 001's single "
+                                  "order with the A/B position drawn per question from `seed`")
+    metric_judges: tuple[ThresholdJudgeSpec, ...] = Field(default=(), description="seed 001 4.2's threshold "
+                                                           "baseline on answer-file columns, judging beside the jury")
+
+    def run_config(self) -> dict:
+        """The settings as the run records them; options added later appear only when set, so the run id of
+        a ranking that does not use them stays what it was."""
+        dump = self.model_dump(mode="json")
+        for name in ("orders", "metric_judges"):
+            if getattr(self, name) == type(self).model_fields[name].default:
+                dump.pop(name)
+        return dump
+
+    @property
+    def judge_ids(self) -> list[str]:
+        return [m.judge_id for m in self.metric_judges]
 
 
 @dataclass
@@ -137,6 +158,7 @@ class RankingReport:
     outcomes: dict[tuple[str, str], tuple[QuestionOutcome, ...]]  # (A, B) of each played match
     calls: JudgeCallCount
     judge_ids: list[str] = field(default_factory=list)
+    orders: OrderProtocol = OrderProtocol.BOTH
 
     @property
     def probability_sources(self) -> dict[ProbabilitySource, int]:
@@ -160,8 +182,20 @@ class RankingReport:
         return {j: (flagged[j], decided[j]) for j in self.judge_ids}
 
     @property
+    def position_bias_rates(self) -> dict[str, MetricValue]:
+        """Per judge: the share of decided pairs whose two orders disagreed; n/a under the single order."""
+        return bias_rates(self.position_bias, self.orders)
+
+    @property
     def unscored_questions(self) -> int:
         return sum(o.score_a is None for outcomes in self.outcomes.values() for o in outcomes)
+
+
+def bias_rates(counts: Mapping[str, tuple[int, int]], orders: OrderProtocol) -> dict[str, MetricValue]:
+    if orders is OrderProtocol.SINGLE:
+        return {j: MetricValue(name="position_bias_rate", value=None,
+                               na_reason="not measured: one order per question") for j in counts}
+    return {j: position_bias_rate(flagged, decided) for j, (flagged, decided) in counts.items()}
 
 
 def _record_run(store: RecordStore, run_id: str, questions: Sequence[Sample], config: dict, systems: str) -> None:
@@ -175,7 +209,8 @@ async def _play(
 ) -> tuple[T, dict[tuple[str, str], tuple[QuestionOutcome, ...]], JudgeCallCount]:
     """Run `schedule(match_fn)` in a worker thread; each match is the match graph on this event loop."""
     context = MatchContext(judges=judges, store=store, answer_sets=answer_sets, questions=questions, run_id=run_id,
-                           scheme=settings.scheme, concurrency=settings.concurrency)
+                           scheme=settings.scheme, orders=settings.orders, order_seed=settings.seed,
+                           metric_judges=settings.metric_judges, concurrency=settings.concurrency)
     graph = build_match_graph()
     loop = asyncio.get_running_loop()
     played: dict[tuple[str, str], tuple[QuestionOutcome, ...]] = {}
@@ -202,7 +237,7 @@ async def rank_systems(
     if not questions:
         raise ValueError("the systems have no question in common")
     questions = sample_questions(questions, settings.questions, settings.seed)
-    config = {"settings": settings.model_dump(mode="json"), "judges": [j.judge_id for j in judges]}
+    config = {"settings": settings.run_config(), "judges": [j.judge_id for j in judges]}
     run_id = run_id or f"rank-{content_id(config, names, [q.id for q in questions])[:10]}"
     await asyncio.to_thread(_record_run, store, run_id, questions, config, ",".join(names))
 
@@ -214,7 +249,7 @@ async def rank_systems(
     result, played, calls = await _play(by_name, questions, judges, store, run_id, settings, schedule)
     return RankingReport(run_id=run_id, tournament=result, questions=questions,
                          dropped_questions=dropped, outcomes=played, calls=calls,
-                         judge_ids=[j.judge_id for j in judges])
+                         judge_ids=[*(j.judge_id for j in judges), *settings.judge_ids], orders=settings.orders)
 
 
 # --------------------------------------------------------------------------- baseline tiers
@@ -298,6 +333,7 @@ class TierReport:
     n_questions: int
     k: float  # of the pool's tournament, which the new system's Elo uses too
     initial_rating: float
+    orders: OrderProtocol = OrderProtocol.BOTH
 
 
 async def place_against_baselines(
@@ -314,7 +350,7 @@ async def place_against_baselines(
     if not questions:
         raise ValueError("the new system and the baselines have no question in common")
     questions = sample_questions(questions, settings.questions, settings.seed)
-    config = {"settings": settings.model_dump(mode="json"), "judges": [j.judge_id for j in judges],
+    config = {"settings": settings.run_config(), "judges": [j.judge_id for j in judges],
               "baselines": pool.model_dump(mode="json")}
     run_id = run_id or f"tiers-{content_id(config, new.name, [q.id for q in questions])[:10]}"
     await asyncio.to_thread(_record_run, store, run_id, questions, config, new.name)
@@ -331,4 +367,4 @@ async def place_against_baselines(
     position = tier_position(pairs, k=pool.k, initial_rating=pool.initial_rating)  # type: ignore[arg-type]
     return TierReport(run_id=run_id, system=new.name, position=position,
                       outcomes={b: o for (_, b), o in played.items()}, calls=calls, n_questions=len(questions),
-                      k=pool.k, initial_rating=pool.initial_rating)
+                      k=pool.k, initial_rating=pool.initial_rating, orders=settings.orders)

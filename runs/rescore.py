@@ -24,6 +24,7 @@ from ragcourt.schema import (
     DecompositionKind,
     Sample,
     SampleDiagnostics,
+    Turn,
     UnscoredReason,
     Verdict,
     VerdictStatus,
@@ -75,7 +76,7 @@ class ReplayDecomposer:
     def prompt_hash(self, kind: DecompositionKind) -> str:
         return self.original.prompt_hash(kind)
 
-    async def split(self, kind: DecompositionKind, text: str, question: str) -> Split:
+    async def split(self, kind: DecompositionKind, text: str, question: str, history: tuple[Turn, ...] = ()) -> Split:
         return Split(items=(), status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.ERROR)
 
 

@@ -2,8 +2,13 @@
 
 Every finished sample is in the store the moment it finishes, and a run with the same id resumes: samples
 with diagnostics are not evaluated again, and within unfinished samples stored verdicts and the LLM cache
-answer every call that already succeeded. Diagnostics also append to `diagnostics.jsonl` in the run
-directory as they arrive, so `tail -f` (or `ragcourt watch`) follows a run.
+answer every call that already succeeded. A finished sample that holds work unscored for a transient reason
+(a verdict or an answer: timeout, error; or a split the decomposer did not give) is re-opened: evaluated
+again from its stored work, so only that work is asked again. Diagnostics also append to
+`diagnostics.jsonl` in the run directory as they arrive, so `tail -f` (or `ragcourt watch`) follows a run.
+
+A run's figures are those of the samples it evaluated: given samples of the same ids but other contents
+(an edited dataset), the runner refuses (`SamplesChangedError`, naming them) before it writes anything.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import fcntl
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +29,17 @@ from langgraph.types import Command
 
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.nodes.state import EvalContext
-from ragcourt.schema import Decomposition, ReviewDecision, RunInfo, Sample, SampleDiagnostics, SampleStatus
-from ragcourt.schema.config import ReviewMode
+from ragcourt.schema import (
+    NORMAL,
+    Decomposition,
+    DecompositionKind,
+    ReviewDecision,
+    RunInfo,
+    Sample,
+    SampleDiagnostics,
+    SampleStatus,
+)
+from ragcourt.schema.config import Method, ReviewMode
 from ragcourt.stores.checkpoints import async_sqlite_saver
 
 logger = logging.getLogger(__name__)
@@ -35,8 +49,32 @@ CHECKPOINTS_FILE = "checkpoints.sqlite"
 CONFIG_FILE = "config.json"
 
 
+SHOWN_CHANGED = 10  # changed sample ids a refusal names, of however many
+
+
 class RunLockedError(RuntimeError):
     """Another live process is evaluating this run directory."""
+
+
+class SamplesChangedError(ValueError):
+    """Samples given under ids the run holds with other contents: the run's figures were computed on those."""
+
+    def __init__(self, run_id: str, sample_ids: Sequence[str], dataset: str = "") -> None:
+        self.run_id, self.sample_ids = run_id, tuple(sample_ids)
+        shown = ", ".join(self.sample_ids[:SHOWN_CHANGED]) + (", ..." if len(self.sample_ids) > SHOWN_CHANGED else "")
+        super().__init__(
+            f"run {run_id} evaluated other contents of {len(self.sample_ids)} of these samples ({shown}): its "
+            f"figures are not theirs. Evaluate the changed samples in a new run with `ragcourt rerun --changed "
+            f"{run_id} --dataset {dataset or 'FILE'}` (the others are copied), or give another run id")
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What a run takes from the store as it starts: `stored`, finished samples shown as they are; `reopened`,
+    finished samples with work unscored for a transient reason, evaluated again so that only it is asked."""
+
+    stored: tuple[str, ...] = ()
+    reopened: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,15 +161,19 @@ class Runner:
         self._pinned_samples: set[str] | None = None  # samples with splits pinned in this run, read once
 
     async def astream(
-        self, samples: Sequence[Sample], *, dataset: str = "", system: str = "", rescore: bool = False
+        self, samples: Sequence[Sample], *, dataset: str = "", system: str = "", rescore: bool = False,
+        on_start: Callable[[ResumePlan], None] | None = None,
     ) -> AsyncIterator[SampleDiagnostics]:
         """Yield each sample's diagnostics as it finishes (already finished ones first, from the store).
 
         rescore: evaluate finished samples again too (from stored work: used after reviews).
+        on_start: told what comes from the store, once the run is locked and its samples checked, before the
+        first diagnostics (so nothing is announced for a run that is refused).
+        Raises RunLockedError, or SamplesChangedError when samples the run holds are given with other contents.
         """
         async with AsyncExitStack() as stack:
             stack.enter_context(RunLock(self.paths.lock))
-            async for diagnostics in self._stream(stack, samples, dataset, system, rescore):
+            async for diagnostics in self._stream(stack, samples, dataset, system, rescore, on_start):
                 yield diagnostics
 
     def register(self, *, dataset: str = "", system: str = "") -> None:
@@ -145,15 +187,24 @@ class Runner:
         (self.paths.run_dir / CONFIG_FILE).write_text(self.context.config.model_dump_json(indent=2))
 
     async def _stream(
-        self, stack: AsyncExitStack, samples: Sequence[Sample], dataset: str, system: str, rescore: bool
+        self, stack: AsyncExitStack, samples: Sequence[Sample], dataset: str, system: str, rescore: bool,
+        on_start: Callable[[ResumePlan], None] | None,
     ) -> AsyncIterator[SampleDiagnostics]:
         store = self.context.store
+        changed = await asyncio.to_thread(self.changed_sample_ids, samples)
+        if changed:  # before anything is written: the run stays as it was, with the inputs it was computed on
+            raise SamplesChangedError(self.run_id, changed, dataset)
         self.register(dataset=dataset, system=system)
         store.put_samples(self.run_id, samples)
-        done = {} if rescore else {
+        completed = {} if rescore else {
             d.sample_id: d for d in store.get_diagnostics(self.run_id) if d.status is SampleStatus.OK
         }
-        self._complete_stream(done)
+        reopened = await asyncio.to_thread(self._with_transient_failures, samples, completed) if completed else set()
+        done = {sample_id: d for sample_id, d in completed.items() if sample_id not in reopened}
+        self._complete_stream(completed)
+        if on_start is not None:
+            on_start(ResumePlan(stored=tuple(s.id for s in samples if s.id in done),
+                                reopened=tuple(s.id for s in samples if s.id in reopened)))
         for sample in samples:
             if sample.id in done:
                 yield done[sample.id]
@@ -174,6 +225,36 @@ class Runner:
                 yield diagnostics
         if rescore:  # the replay appended every sample again: the file lists each sample once, as it is now
             await asyncio.to_thread(self._rewrite_stream, [s.id for s in samples])
+        elif reopened:  # so were the re-opened ones: once each, the run's other samples kept where they were
+            await asyncio.to_thread(self._rewrite_stream, self._listed_ids())
+
+    def changed_sample_ids(self, samples: Sequence[Sample]) -> list[str]:
+        """Ids among `samples` that the run holds with other contents (in the given order)."""
+        stored = {s.id: s.content_hash for s in self.context.store.get_samples(self.run_id, [s.id for s in samples])}
+        return [s.id for s in samples if s.id in stored and stored[s.id] != s.content_hash]
+
+    def _with_transient_failures(self, samples: Sequence[Sample], finished: dict[str, SampleDiagnostics]) -> set[str]:
+        """Finished samples holding work a later try may mend: a verdict of this run's jury or an answer unscored
+        for a transient reason, or a split the sample needed but was not given (a split is pinned to the run only
+        when scored, and its failure leaves no record; one that failed for a lasting reason, a parse failure,
+        comes back from the LLM cache without a call)."""
+        store, config = self.context.store, self.context.config
+        flagged = store.transient_sample_ids(self.run_id, [judge.judge_id for judge in self.context.judges])
+        pinned = store.pinned_split_kinds(self.run_id)
+        answered = store.answered_sample_ids(self.run_id, NORMAL) if Method.QCARE in config.methods else set()
+        for sample in samples:
+            if sample.id not in finished or sample.id in flagged:
+                continue
+            wanted = set()
+            if Method.QCARE in config.methods:
+                wanted.add(str(DecompositionKind.SUBQUERIES))
+                if sample.id in answered:  # claims are split from a scored normal answer only
+                    wanted.add(str(DecompositionKind.CLAIMS))
+            if Method.ELEMENTS in config.methods and sample.reference_answer:
+                wanted.add(str(DecompositionKind.ELEMENTS))
+            if wanted - pinned.get(sample.id, set()):
+                flagged.add(sample.id)
+        return flagged & finished.keys() & {sample.id for sample in samples}
 
     async def evaluate_one(self, graph: Any, sample: Sample, resume: Any = None) -> SampleDiagnostics | None:
         """One sample through the graph; its failure is recorded, never raised. None when it stopped at an
@@ -225,7 +306,8 @@ class Runner:
     def _complete_stream(self, done: dict[str, SampleDiagnostics]) -> None:
         """A kill between a sample's commit and its line in diagnostics.jsonl leaves the line out, and one in
         the middle of the write leaves a torn last line: drop the torn line and add the finished samples the
-        file lacks, so that it lists every finished sample."""
+        file lacks, so that it lists every finished sample. A kill before the rewrite that ends a run with
+        re-opened samples leaves a sample listed twice: the file is written again from the store, once each."""
         path = self.paths.diagnostics
         if not path.exists():
             listed: set[str | None] = set()
@@ -234,10 +316,18 @@ class Runner:
             if text and not text.endswith("\n"):
                 text = text[: text.rfind("\n") + 1]
                 path.write_text(text, encoding="utf-8")
-            listed = {_sample_id_of(line) for line in text.splitlines() if line.strip()}
+            ids = [_sample_id_of(line) for line in text.splitlines() if line.strip()]
+            listed = set(ids)
+            if len(listed) < len(ids):
+                self._rewrite_stream(self._listed_ids())
         for sample_id, diagnostics in done.items():
             if sample_id not in listed:
                 self._append(diagnostics)
+
+    def _listed_ids(self) -> list[str]:
+        """The samples diagnostics.jsonl lists, each once, in the order they first appear."""
+        lines = self.paths.diagnostics.read_text(encoding="utf-8").splitlines()
+        return [i for i in dict.fromkeys(_sample_id_of(line) for line in lines if line.strip()) if i is not None]
 
     def _rewrite_stream(self, sample_ids: Sequence[str]) -> None:
         stored = {d.sample_id: d for d in self.context.store.get_diagnostics(self.run_id)}

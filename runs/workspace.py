@@ -8,9 +8,12 @@ and, for inline review, the LangGraph checkpoints.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragcourt.schema import Sample, content_id
+from ragcourt.schema.config import EvalConfig
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
@@ -19,6 +22,12 @@ DEFAULT_HOME = Path("ragcourt-runs")
 HOTPOTQA_COLLECTION = "hotpotqa"  # where `ragcourt demo` indexes the bundled corpus; `run`'s default
 
 PathInput = str | os.PathLike[str]
+
+
+def derived_run_id(config: EvalConfig, samples: Sequence[Sample], system: str, digits: int = 16) -> str:
+    """The run id of a configuration, a system and samples: over the samples' contents, not only their ids, so
+    an edited dataset is another run (its figures are never shown as those of the old text)."""
+    return f"run-{content_id(config.model_dump(mode='json'), [s.content_hash for s in samples], system)[:digits]}"
 
 
 @dataclass(frozen=True, init=False)

@@ -50,6 +50,19 @@ class Batching(StrEnum):
     PER_SAMPLE = "per_sample"
 
 
+class DimensionProtocol(StrEnum):
+    """How an LLM judge replies to a CuBE dimension-score check.
+
+    reasoned (the default): a short justification through the rubric's five criteria, then the score; the
+    justification is the verdict's rationale, which the review desk shows for escalated scores.
+    score_only: seed 000's own protocol (4.3: "Only output the final score; do not include any additional
+    content"): the reply is the score alone, fewer completion tokens, no rationale.
+    """
+
+    REASONED = "reasoned"
+    SCORE_ONLY = "score_only"
+
+
 class DistractorPolicy(StrEnum):
     RANDOM = "random"  # a random corpus chunk not retrieved for this question
     BEST_NON_GOLD = "best_non_gold"  # the best-ranked non-gold chunk outside the top-k
@@ -75,12 +88,68 @@ class JudgeSpec(_Strict):
     """One member of the jury: `lexical` (no LLM) or a model spec such as `openai:gpt-4o-mini@URL`."""
 
     model: str
-    id: str | None = Field(default=None, description="defaults to the model string")
+    id: str | None = Field(default=None, description="defaults to the model string and its non-default options")
     logprobs: bool = False
+    protocol: DimensionProtocol = Field(
+        default=DimensionProtocol.REASONED,
+        description="CuBE dimension scores: 'reasoned' (default: justification, then score) or 'score_only' "
+        "(seed 000's protocol: the score alone; fewer completion tokens, no rationale); see DimensionProtocol",
+    )
+    repeats: int = Field(
+        default=1, ge=1, le=20,
+        description="seed 000 5.8, a single-model jury: the model scores each CuBE dimension this many times, "
+        "sampling at repeat_temperature, and its verdict is the mean of the scored repetitions (each repetition "
+        "is its own cached call); 1 (default): one call at temperature 0",
+    )
+    repeat_temperature: float = Field(
+        default=0.7, gt=0.0, le=2.0,
+        description="the sampling temperature of the repeated dimension scorings when repeats > 1 (at 0 a model "
+        "repeats its first score, and the mean would be that score); every other call of the judge stays at 0",
+    )
 
     @property
     def judge_id(self) -> str:
-        return self.id or self.model
+        """`id`, else the model string plus the options that change its scores ("+score_only", "+x3+t0.7"):
+        stored verdicts are reused by check and judge id, so another protocol or repetition count is another
+        judge, never a reuse of the other's verdicts."""
+        if self.id:
+            return self.id
+        options = [] if self.protocol is DimensionProtocol.REASONED else [f"+{self.protocol}"]
+        options += [f"+x{self.repeats}+t{self.repeat_temperature:g}"] if self.repeats > 1 else []
+        return self.model + "".join(options)
+
+    @model_validator(mode="after")
+    def _options_need_a_model(self) -> JudgeSpec:
+        changed = [name for name in ("protocol", "repeats", "repeat_temperature")
+                   if getattr(self, name) != type(self).model_fields[name].default]
+        if changed and self.model in NO_LLM_MODELS:
+            raise ValueError(f"{', '.join(changed)}: '{self.model}' is a rule, not a model; these options are a "
+                             "model judge's (a rule gives the same score every time)")
+        return self
+
+
+class ThresholdJudgeSpec(_Strict):
+    """Seed 001 4.2's scalar baseline as a tournament judge: per question, each system's ``Score_S(q)`` is the
+    mean of the given numeric columns of its answer file (a JSONL row's extra keys, kept in `metadata`), and
+    the pair's label is A / B / Tie by the tie band (metrics.dice.threshold_label). No model call; a missing
+    or non-numeric figure leaves the check unscored."""
+
+    columns: tuple[str, ...] = Field(min_length=1, description="answer-file columns averaged into Score_S(q)")
+    tie_margin: float = Field(default=0.05, ge=0.0, description="Tie unless one score leads by more than this")
+
+    @property
+    def judge_id(self) -> str:
+        return f"threshold:{'+'.join(self.columns)}@{self.tie_margin:g}"
+
+    @classmethod
+    def parse(cls, text: str) -> ThresholdJudgeSpec:
+        """``col1,col2,col3[@margin]``, e.g. ``faithfulness,answer_relevancy,context_utilization@0.05``."""
+        columns, _, margin = text.partition("@")
+        names = tuple(c.strip() for c in columns.split(",") if c.strip())
+        try:
+            return cls(columns=names, **({"tie_margin": float(margin)} if margin else {}))
+        except (ValidationError, ValueError) as error:
+            raise ConfigError(f"metric judge {text!r}: want COLUMN[,COLUMN...][@MARGIN] ({error})") from None
 
 
 class DimensionSpec(_Strict):
@@ -133,6 +202,12 @@ class EvalConfig(_Strict):
         description="'extractive' or a model spec that answers the closed_book and oracle conditions for a "
         "precomputed system (prompts answer_closed_book / answer_with_context); unset: the CuBE bounds are missing",
     )
+    confidence_probe: str | None = Field(
+        default=None,
+        description="CUE-R: a model spec asked once per answer for a 0-1 confidence when the system reports none "
+        "(the system's own generator model, or a judge's); the answer is labelled probed. Unset (default): no probe, "
+        "and confidence error is n/a for such systems",
+    )
     methods: tuple[Method, ...] = (Method.QCARE, Method.ELEMENTS)
     conditions: tuple[ConditionKind, ...] = Field(
         default=(ConditionKind.NORMAL,), description="answered conditions besides perturbations"
@@ -148,7 +223,8 @@ class EvalConfig(_Strict):
     )
     escalate_below_agreement: float = Field(
         default=1.0, ge=0.0, le=1.0,
-        description="a binary check escalates when the share of judges agreeing is below this",
+        description="a binary check escalates when the share of judges agreeing is below this; an even split "
+        "(no majority: no label, 0.5 where seed 003 averages the judges) always escalates",
     )
     escalate_score_spread: float = Field(
         default=3.0, ge=0.0, description="a 0-10 score escalates when judges differ by more than this"
@@ -190,6 +266,13 @@ class EvalConfig(_Strict):
             data = {**data, "perturbations": perturbations}
         missing = [str(kind) for kind in wanted if str(kind) not in conditions]
         return {**data, "conditions": [*conditions, *dict.fromkeys(missing)]} if missing else data
+
+    @field_validator("confidence_probe")
+    @classmethod
+    def _probe_is_a_model(cls, spec: str | None) -> str | None:
+        if spec in NO_LLM_MODELS:
+            raise ValueError(f"'{spec}' is a rule, not a model: the confidence probe asks a model (a spec)")
+        return spec
 
     @field_validator("conditions")
     @classmethod

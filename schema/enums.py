@@ -104,12 +104,39 @@ class ElementStatus(StrEnum):
     GENERATION_GAP = "generation_gap"
     RETRIEVAL_GAP = "retrieval_gap"
     DOCUMENT_GAP = "document_gap"
+    # The judges split evenly on a verdict the attribution needs: the element is shared out over the statuses
+    # above in fractions (ElementOutcome.attribution; seed 003 averages the two judges' results).
+    JUDGES_SPLIT = "judges_split"
     UNDECIDED = "undecided"
+
+
+class ElementVerdict(StrEnum):
+    """The three verdicts on an element (seed 003), named as ElementOutcome's fields."""
+
+    IN_CONTEXT = "in_context"
+    IN_LOOSE_CONTEXT = "in_loose_context"
+    IN_ANSWER = "in_answer"
 
 
 class SampleStatus(StrEnum):
     OK = "ok"
     FAILED = "failed"
+
+
+class TraceSource(StrEnum):
+    """Where a CUE-R used-chunk set U (seed 004's trace) comes from."""
+
+    REPORTED = "reported"  # the system's own: the chunk ids its generator says it used
+    JUDGED = "judged"  # the chunks the jury found to support the answer's claims (claim_supported checks)
+    NONE = "none"  # neither: the system reports no trace and no claim-chunk support was judged
+
+
+class ConfidenceSource(StrEnum):
+    """Where the confidence c of seed 004's confidence error comes from."""
+
+    REPORTED = "reported"  # the system's own self-reported confidence
+    PROBED = "probed"  # one short call asked a model for it (config `confidence_probe`), the system gave none
+    NONE = "none"  # no confidence: CE is n/a
 
 
 # --------------------------------------------------------------------------- inputs

@@ -10,20 +10,23 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragcourt.schema.enums import (
     CheckKind,
     ConditionKind,
+    ConfidenceSource,
     DecompositionKind,
     ElementStatus,
+    ElementVerdict,
     Label,
     QueryType,
     ReconcileMethod,
     ReviewAction,
     SampleStatus,
+    TraceSource,
     UnscoredReason,
     VerdictStatus,
     WholeTarget,
@@ -75,6 +78,13 @@ class Chunk(Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class Turn(Record):
+    """One earlier turn of a conversation (seed 002, section 6: conversational RAG, MTRAG)."""
+
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1)
+
+
 class Sample(Record):
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
@@ -87,10 +97,14 @@ class Sample(Record):
     )
     answer: str | None = Field(default=None, description="precomputed answer of the system under test")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    history: tuple[Turn, ...] = Field(
+        default=(), description="earlier turns of the conversation, oldest first; `question` is the latest user turn"
+    )
 
     @property
     def content_hash(self) -> str:
-        return content_id(self.model_dump(mode="json"))
+        # A sample without history hashes as before the field existed, so its runs and reruns keep their ids.
+        return content_id(self.model_dump(mode="json", exclude=None if self.history else {"history"}))
 
 
 class Condition(Record):
@@ -157,18 +171,43 @@ class Retrieval(Record):
 
 
 class Answer(Record):
+    """The system's answer under one condition. `trace_source` says whether `used_chunk_ids` is the system's
+    own report or the system reported no trace (then it is empty; the scorer may judge one). Rows stored before
+    the field existed read as reported: that is what those systems claimed. `confidence_source` says whether
+    `confidence` was reported or probed (PROBED with no confidence: the probe gave no usable answer); left out,
+    it is read from `confidence` (reported when there is one, else none)."""
+
     run_id: str
     sample_id: str
     condition: Condition
     text: str
     used_chunk_ids: tuple[str, ...] = ()
+    trace_source: TraceSource = TraceSource.REPORTED
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence_source: ConfidenceSource = ConfidenceSource.NONE
     latency_s: float | None = None
     usage: TokenUsage = TokenUsage()
     status: VerdictStatus = VerdictStatus.OK
     unscored_reason: UnscoredReason | None = None
     error: str | None = None
     raw_output: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _confidence_source_of_confidence(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "confidence_source" not in data and data.get("confidence") is not None:
+            return {**data, "confidence_source": ConfidenceSource.REPORTED}
+        return data
+
+    @model_validator(mode="after")
+    def _sources_match(self) -> Answer:
+        if self.trace_source is TraceSource.JUDGED:
+            raise ValueError("an answer's trace is the system's (reported) or none; a judged trace is the scorer's")
+        if self.trace_source is TraceSource.NONE and self.used_chunk_ids:
+            raise ValueError("an answer without a reported trace has no used chunk ids")
+        if self.confidence is not None and self.confidence_source is ConfidenceSource.NONE:
+            raise ValueError("an answer with a confidence needs its source (reported or probed)")
+        return self
 
     @classmethod
     def failed(cls, error: BaseException, **fields: Any) -> Answer:
@@ -218,8 +257,14 @@ class Decomposition(Record):
     unscored_reason: UnscoredReason | None = None
 
     @staticmethod
-    def make_id(kind: DecompositionKind, source_text: str, prompt_hash: str, model_id: str) -> str:
-        return content_id("decomposition", kind, source_text, prompt_hash, model_id)
+    def make_id(kind: DecompositionKind, source_text: str, prompt_hash: str, model_id: str,
+                question: str | None = None, history: tuple[Turn, ...] = ()) -> str:
+        """The split's key: what its prompt shows (a claims split shows the question as well as the answer; a
+        split of a conversation's question or answer shows the history too, which only then joins the key)."""
+        parts: list[Any] = [source_text] if question is None else [source_text, question]
+        if history:
+            parts.append([turn.model_dump(mode="json") for turn in history])
+        return content_id("decomposition", kind, *parts, prompt_hash, model_id)
 
 
 # --------------------------------------------------------------------------- checks and verdicts
@@ -246,6 +291,9 @@ class Check(Record):
     evidence: str | None = Field(
         default=None, description="pairwise: the retrieved chunks the judge sees with both answers"
     )
+    history: tuple[Turn, ...] = Field(
+        default=(), description="the sample's conversation so far, for the kinds whose prompt shows it"
+    )
 
     @model_validator(mode="after")
     def _content_address(self) -> Check:
@@ -253,12 +301,14 @@ class Check(Record):
             return self
         # subject_id is not hashed: the same text is one check wherever it comes from (an unchanged element
         # of an edited reference keeps its verdicts); consumers look decisions up by subject text.
-        parts = [
+        parts: list[Any] = [
             "check", self.kind, self.sample_id, self.condition.key, self.subject_text,
             self.target_id, self.target_text, self.question, self.dimension, self.reference,
         ]
         if self.evidence is not None:  # only when given, so every check without evidence keeps its id
             parts.append(self.evidence)
+        if self.history:  # likewise: a check of a sample without history keeps its id
+            parts.append([turn.model_dump(mode="json") for turn in self.history])
         object.__setattr__(self, "id", content_id(*parts))
         return self
 
@@ -324,10 +374,22 @@ class Reconciled(Record):
     escalated: bool = False
     escalation_reason: str | None = None
     provisional: bool = Field(default=False, description="escalated and not yet decided by a person")
+    split: bool = Field(
+        default=False,
+        description="the scored judges split evenly (no majority, whatever order they are listed in): a binary "
+        "check gets no label and counts 0.5 where seed 003 averages the judges, a pairwise one is a Tie; escalated",
+    )
 
     @property
     def decided(self) -> bool:
         return self.label is not None or self.score is not None
+
+    @property
+    def yes_value(self) -> float | None:
+        """A binary decision as a number: 1.0 yes, 0.0 no, 0.5 when the judges split evenly, None undecided."""
+        if self.split and self.label is None:
+            return 0.5
+        return float(self.label is Label.YES) if self.label in (Label.YES, Label.NO) else None
 
 
 class Review(Record):
@@ -371,15 +433,29 @@ class MetricValue(Record):
 
 
 class ElementOutcome(Record):
+    """One element's three verdicts and where it was lost (metrics.elements.element_outcome builds it).
+
+    A verdict on which the judges split evenly is None in its field and listed in `split`: it counts 0.5. A
+    JUDGES_SPLIT element is shared out over the decided statuses by `attribution` (fractions adding up to 1);
+    any other element's attribution is empty (its status is all of it)."""
+
     element_id: str
     text: str
     in_context: bool | None
     in_loose_context: bool | None
     in_answer: bool | None
     status: ElementStatus
+    split: tuple[ElementVerdict, ...] = ()
+    attribution: dict[ElementStatus, float] = Field(default_factory=dict)
 
 
 class PerturbationEffect(Record):
+    """One perturbed condition against the normal answer (seed 004): d_* are perturbed - normal; grounding and
+    confidence_error are the perturbed answer's own. trace_source is the perturbed answer's trace (rows stored
+    before it existed: reported); trace_unscored / trace_escalated count the claim-chunk checks behind its judged
+    trace left undecided (unscored, or judges split: the trace is then unknown) or escalated (the normal
+    answer's are on its grounding_score metric)."""
+
     condition: Condition
     chunk_title: str | None = None
     chunk_is_gold: bool | None = None
@@ -387,6 +463,14 @@ class PerturbationEffect(Record):
     d_f1: float | None = None
     d_confidence: float | None = None
     trace_divergence: float | None = None
+    grounding: float | None = None
+    d_grounding: float | None = None
+    confidence_error: float | None = None
+    d_confidence_error: float | None = None
+    trace_source: TraceSource = TraceSource.REPORTED
+    confidence_source: ConfidenceSource | None = None
+    trace_unscored: int = 0
+    trace_escalated: int = 0
 
 
 class SampleDiagnostics(Record):
@@ -402,6 +486,12 @@ class SampleDiagnostics(Record):
     unsupported_claims: tuple[str, ...] = ()
     uncovered_subqueries: tuple[str, ...] = ()
     perturbations: tuple[PerturbationEffect, ...] = ()
+    trace_source: TraceSource | None = Field(
+        default=None, description="the normal answer's CUE-R trace behind grounding_score (None: no normal answer)"
+    )
+    confidence_source: ConfidenceSource | None = Field(
+        default=None, description="the normal answer's confidence behind confidence_error (None: no normal answer)"
+    )
     escalations: tuple[str, ...] = Field(default=(), description="ids of escalated checks awaiting review")
     n_checks: int = 0
     n_unscored: int = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,16 +77,35 @@ class RecordQueries(RecordStoreBase):
                             (judge_id,))
         return {str(model_id) for (model_id,) in rows}
 
+    def run_judge_ids(self, run_id: str) -> tuple[str, ...] | None:
+        """The ids of the judges a run's configuration names; None for a run that names none (or is unknown).
+
+        Checks are content addressed and shared by every run that asks them, and so are their verdicts: what
+        a run shows of them is its own jury's verdicts, never those of another run's judges.
+        """
+        run = self.get_run(run_id)
+        judges = run.config.get("judges") if run is not None else None
+        if not isinstance(judges, list) or not judges:
+            return None
+        return tuple(str(j.get("id") or j["model"]) for j in judges if isinstance(j, dict) and j.get("model"))
+
+    def run_verdicts(self, run_id: str, check_ids: Sequence[str]) -> list[Verdict]:
+        """The verdicts of the run's jury (run_judge_ids) on these checks, in the store's order."""
+        jury = self.run_judge_ids(run_id)
+        return [v for v in self.get_verdicts(check_ids) if jury is None or v.judge_id in jury]
+
     def verdict_tallies(self, run_id: str) -> list[VerdictTally]:
-        """The verdicts of the run's checks (get_verdicts of checks_for's ids) by judge, model and status."""
+        """The verdicts of the run's checks by its judges (run_judge_ids), by judge, model and status."""
+        judges = self.run_judge_ids(run_id)
+        only_jury = f" AND judge_id IN ({', '.join('?' * len(judges))})" if judges else ""
         sql = (
             "SELECT judge_id, model_id, status, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM verdicts "
-            f"WHERE check_id IN (SELECT l.check_id FROM {_RUN_LINKS}) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+            f"WHERE check_id IN (SELECT l.check_id FROM {_RUN_LINKS}){only_jury} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
         )
         return [
             VerdictTally(judge_id=judge_id, model_id=model_id, status=VerdictStatus(status), n_verdicts=int(n),
                          prompt_tokens=int(prompt), completion_tokens=int(completion))
-            for judge_id, model_id, status, n, prompt, completion in self._select(sql, (run_id,))
+            for judge_id, model_id, status, n, prompt, completion in self._select(sql, (run_id, *(judges or ())))
         ]
 
     def count_escalated(self, run_id: str) -> int:
@@ -168,6 +188,15 @@ class RecordQueries(RecordStoreBase):
         )
         return {ElementStatus(status): int(n) for status, n in self._select(sql, (run_id,))}
 
+    def element_split_attribution(self, run_id: str) -> dict[ElementStatus, float]:
+        """The attributions of the run's judges_split elements added up per status (`metrics.elements.
+        split_attribution` over its diagnostics); every other element's attribution is empty."""
+        sql = (
+            "SELECT a.key, SUM(a.value) FROM diagnostics d, json_each(d.payload, '$.elements') e, "
+            "json_each(e.value, '$.attribution') a WHERE d.run_id = ? GROUP BY 1"
+        )
+        return {ElementStatus(status): float(total) for status, total in self._select(sql, (run_id,))}
+
     # ------------------------------------------------------------------ frames
 
     def to_frame(self, record_type: type[BaseModel], run_id: str | None = None) -> pd.DataFrame:
@@ -213,7 +242,8 @@ class RecordQueries(RecordStoreBase):
                 "SELECT payload FROM verdicts WHERE check_id IN "
                 "(SELECT check_id FROM run_checks WHERE run_id = ?) ORDER BY rowid"
             )
-            return list(self._records(Verdict, sql, (run_id,)))
+            jury = self.run_judge_ids(run_id)
+            return [v for v in self._records(Verdict, sql, (run_id,)) if jury is None or v.judge_id in jury]
         if not self._keeps(record_type):
             raise TypeError(f"the record store keeps no {record_type.__name__} records")
         return list(self._listing(record_type, {"run_id": run_id}))

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ragcourt.schema import Check
+from ragcourt.schema import Check, RunInfo, Verdict
 from ragcourt.stores.group_commit import GroupCommit, Statement
 
 R = TypeVar("R", bound=BaseModel)
@@ -52,6 +52,14 @@ class RecordStoreBase(ABC):
     @abstractmethod
     def _keeps(self, record_type: type[BaseModel]) -> bool:
         """Whether the store has a table for this record type."""
+
+    @abstractmethod
+    def get_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
+        """The stored verdicts of these checks (of one judge when given)."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunInfo | None:
+        """The stored run, or None."""
 
     @abstractmethod
     def checks_for(self, run_id: str, sample_id: str | None = None) -> list[Check]:

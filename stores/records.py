@@ -24,8 +24,10 @@ from pydantic import BaseModel
 
 from ragcourt.schema import (
     SCHEMA_VERSION,
+    TRANSIENT_REASONS,
     Answer,
     Check,
+    Condition,
     Decomposition,
     Reconciled,
     Record,
@@ -37,6 +39,7 @@ from ragcourt.schema import (
     SampleDiagnostics,
     SampleStatus,
     Verdict,
+    VerdictStatus,
 )
 from ragcourt.stores.group_commit import GroupCommit, Statement
 from ragcourt.stores.queries import RecordQueries
@@ -519,6 +522,34 @@ class RecordStore(RecordQueries, RecordCache):
         """Samples of the run whose diagnostics say OK; failed samples are not finished and run again."""
         sql = "SELECT sample_id FROM diagnostics WHERE run_id = ? AND status = ?"
         return {row[0] for row in self._select(sql, (run_id, str(SampleStatus.OK)))}
+
+    def transient_sample_ids(self, run_id: str, judge_ids: Sequence[str]) -> set[str]:
+        """Samples of the run holding a verdict (of one of judge_ids) or an answer that is unscored for a reason a
+        later try may mend (TRANSIENT_REASONS): what a resumed run asks again."""
+        reasons = sorted(str(reason) for reason in TRANSIENT_REASONS)
+        unscored = str(VerdictStatus.UNSCORED)
+        found: set[str] = set()
+        for part in _slices(list(dict.fromkeys(judge_ids))):
+            sql = (f"SELECT DISTINCT l.sample_id FROM verdicts v JOIN run_checks l ON l.check_id = v.check_id "
+                   f"WHERE l.run_id = ? AND v.status = ? AND v.judge_id IN ({_marks(part)}) "
+                   f"AND json_extract(v.payload, '$.unscored_reason') IN ({_marks(reasons)})")
+            found.update(row[0] for row in self._select(sql, [run_id, unscored, *part, *reasons]))
+        sql = (f"SELECT DISTINCT sample_id FROM answers WHERE run_id = ? AND json_extract(payload, '$.status') = ? "
+               f"AND json_extract(payload, '$.unscored_reason') IN ({_marks(reasons)})")
+        found.update(row[0] for row in self._select(sql, [run_id, unscored, *reasons]))
+        return found
+
+    def pinned_split_kinds(self, run_id: str) -> dict[str, set[str]]:
+        """The kinds of split (`DecompositionKind` values) pinned per sample of the run: each one it was given."""
+        kinds: dict[str, set[str]] = {}
+        for sample_id, kind in self._select("SELECT sample_id, kind FROM run_splits WHERE run_id = ?", (run_id,)):
+            kinds.setdefault(sample_id, set()).add(kind)
+        return kinds
+
+    def answered_sample_ids(self, run_id: str, condition: Condition) -> set[str]:
+        """Samples of the run with a scored answer under `condition`."""
+        sql = "SELECT sample_id FROM answers WHERE run_id = ? AND condition = ? AND json_extract(payload, '$.status') = ?"
+        return {row[0] for row in self._select(sql, (run_id, condition.key, str(VerdictStatus.OK)))}
 
     # ------------------------------------------------------------------ async twins
 

@@ -6,8 +6,10 @@
   `ExtractiveGenerator`).
 - `precomputed`: contexts and answers given in the dataset (`Precomputed`).
 - `langchain_system`: a LangChain app evaluated as it is (`LangChainSystem`).
+- `confidence_probe`: CUE-R's optional confidence for a system that reports none (`ConfidenceProbe`).
 """
 
+from ragcourt.systems.confidence_probe import ConfidenceProbe, ProbedConfidence
 from ragcourt.systems.langchain_system import (
     ContextFormat,
     LangChainSystem,
@@ -30,6 +32,7 @@ from ragcourt.systems.reference import ExtractiveGenerator, GroundedAnswer, LLMG
 
 __all__ = [
     "ConditionUnavailable",
+    "ConfidenceProbe",
     "ContextFormat",
     "ExtractiveGenerator",
     "Generation",
@@ -38,6 +41,7 @@ __all__ = [
     "LLMGenerator",
     "LangChainSystem",
     "Precomputed",
+    "ProbedConfidence",
     "RAGSystem",
     "ReferenceRAG",
     "RetrieverControl",

@@ -74,6 +74,9 @@ class LangChainSystem:
     (k and score_threshold), through a `k` field, or not at all. A retriever without either is asked
     as it is and its documents are cut to k; with `normal_k` set, asking it for more (the loose
     condition) is ConditionUnavailable, because it cannot widen its search.
+
+    A chain names no chunk it relied on and no confidence: its generations carry no trace (CUE-R judges one
+    from the answer's claims) and no confidence (CUE-R's probe may ask for one).
     """
 
     retriever: Any
@@ -126,7 +129,8 @@ class LangChainSystem:
         output = await self.runnable.ainvoke(
             {self.question_key: sample.question, "context": context, **self.extra_inputs}
         )
-        return Generation(text=answer_text(output, self.answer_key), used_chunk_ids=tuple(c.id for c in chunks))
+        # A chain's output names no chunk it relied on: no trace (seed 004's U is then judged), never "all shown".
+        return Generation(text=answer_text(output, self.answer_key))
 
     async def _run_whole_chain(self, sample: Sample, k: int | None) -> list[Chunk]:
         if k is not None and self.normal_k is not None and k != self.normal_k:
@@ -142,9 +146,7 @@ class LangChainSystem:
                 + (f" with keys {sorted(output)}" if isinstance(output, Mapping) else "")
             )
         chunks = chunks_from_documents(output[self.context_key])
-        self._chain_answers[sample.question] = Generation(
-            text=answer_text(output, self.answer_key), used_chunk_ids=tuple(c.id for c in chunks)
-        )
+        self._chain_answers[sample.question] = Generation(text=answer_text(output, self.answer_key))
         return chunks
 
 

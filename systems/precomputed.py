@@ -12,7 +12,8 @@ from ragcourt.systems.protocol import ConditionUnavailable, Generation, Generato
 @dataclass
 class Precomputed:
     """Contexts and answers given in the dataset. Only the normal condition exists, unless `bounds` names a
-    generator for the closed-book and oracle answers (CuBE's bounds, which the system itself never produced)."""
+    generator for the closed-book and oracle answers (CuBE's bounds, which the system itself never produced).
+    A dataset's answer names no chunk it used: no trace (CUE-R judges one from the answer's claims)."""
 
     name: str = "precomputed"
     bounds: Generator | None = None
@@ -36,4 +37,4 @@ class Precomputed:
             )
         if sample.answer is None:
             raise ConditionUnavailable(f"sample {sample.id} has no precomputed answer")
-        return Generation(text=sample.answer, used_chunk_ids=tuple(c.id for c in chunks))
+        return Generation(text=sample.answer)  # a dataset's answer names no chunk it used: no trace

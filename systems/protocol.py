@@ -23,12 +23,17 @@ class ConditionUnavailable(Exception):
 
 
 class Generation(BaseModel):
-    """What a system produced for one question under one condition."""
+    """What a system produced for one question under one condition.
+
+    `used_chunk_ids` is the system's own trace (seed 004: the chunk ids the answer relied on; () when it used
+    none), or None when the system reports no trace: then ragcourt judges one from the answer's claims instead
+    of pretending every shown chunk was used.
+    """
 
     model_config = {"frozen": True}
 
     text: str
-    used_chunk_ids: tuple[str, ...] = ()
+    used_chunk_ids: tuple[str, ...] | None = None
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     usage: TokenUsage = TokenUsage()
     status: VerdictStatus = VerdictStatus.OK

@@ -44,8 +44,8 @@ class LLMGenerator:
             GroundedAnswer,
         )
         if result.value is None:
-            return Generation(
-                text="", status=VerdictStatus.UNSCORED, unscored_reason=result.reason,
+            return Generation(  # this generator reports its trace: an unparsed reply reports no chunk used
+                text="", used_chunk_ids=(), status=VerdictStatus.UNSCORED, unscored_reason=result.reason,
                 error=result.detail, raw_output=result.raw_text, usage=result.usage,
             )
         shown = dict(zip(context_ids(chunks), (c.id for c in chunks), strict=True))
@@ -76,7 +76,7 @@ class ExtractiveGenerator:
                 if best is None or score > best[0]:
                     best = (score, sentence, chunk.id)
         if best is None:
-            return Generation(text="I don't know.", confidence=0.0)
+            return Generation(text="I don't know.", used_chunk_ids=(), confidence=0.0)
         return Generation(text=best[1], used_chunk_ids=(best[2],), confidence=round(best[0], 4))
 
 

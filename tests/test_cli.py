@@ -188,3 +188,63 @@ def test_a_chinese_dataset_with_the_semantic_judge_is_warned_about_the_english_o
     assert "the semantic judge are close to random" in flat(warned.output)
     lexical_only = RUNNER.invoke(app, [*args, "--judge", "lexical"])
     assert lexical_only.exit_code == 0 and "English-only" not in lexical_only.output
+
+
+# The issue-20 edit: q1's answer and contexts changed (contexts swapped in order, the answer now about bananas):
+#   sub-query {acme, headquarters}: c1 "Bananas are yellow." none, c2 both -> r = [0, 1]: C-Prec@2 = 1/2
+#   claim "Bananas are yellow." {bananas, yellow}: in c1 -> Verifiableness 1; serves no sub-query (0 of its words
+#     in it) -> Completeness 0
+#   element {acme, headquarters, springfield}: in context (c2, 3/3), not in the answer (0/3) -> generation_gap;
+#     coverage 1 (it is retrieved)
+EDITED = {**PRECOMPUTED, "contexts": list(reversed(PRECOMPUTED["contexts"])), "answer": "Bananas are yellow."}
+OTHER = {"id": "q2", "question": "What colour are bananas?", "reference_answer": "Bananas are yellow.",
+         "contexts": [{"id": "b1", "text": "Bananas are yellow."}], "answer": "Bananas are yellow."}
+
+
+def test_an_edited_sample_is_evaluated_afresh_and_never_shown_with_the_old_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20, item 1: the derived run id covers the samples' contents, so the same command after an edit is a
+    new run that evaluates the edited text; the old run keeps its own text and figures. An explicit --run-id over
+    the edited data is refused, naming the sample and pointing to `rerun --changed`."""
+    monkeypatch.chdir(tmp_path)
+    data = Path("data.jsonl")
+    data.write_text(json.dumps(PRECOMPUTED) + "\n" + json.dumps(OTHER) + "\n", encoding="utf-8")
+    args = ["run", "data.jsonl", "--system", "precomputed", "--judge", "lexical", "--home", "home"]
+    first = RUNNER.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    old_run = flat(first.output).rsplit("run ", 1)[1].split(":")[0]
+    assert "q1 c_prec=0.50 completeness=1.00 verifiableness=1.00 element_coverage=1.00" in flat(first.output)
+    with RecordStore(Path("home") / "store.sqlite") as store:
+        old_figures = {d.sample_id: d.metrics for d in store.get_diagnostics(old_run)}
+
+    data.write_text(json.dumps(EDITED) + "\n" + json.dumps(OTHER) + "\n", encoding="utf-8")
+    again = RUNNER.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    said = flat(again.output)
+    new_run = said.rsplit("run ", 1)[1].split(":")[0]
+    assert new_run != old_run and "resuming" not in said and "(stored)" not in said
+    assert "q1 c_prec=0.50 completeness=0.00 verifiableness=1.00 element_coverage=1.00" in said
+    assert "gaps: generation_gap" in said
+    with RecordStore(Path("home") / "store.sqlite") as store:
+        assert {s.id: s.answer for s in store.get_samples(new_run)} == {"q1": "Bananas are yellow.",
+                                                                          "q2": "Bananas are yellow."}
+        # the old run is as it was: its own text beside its own figures, nothing of the new text
+        assert {s.id: s.answer for s in store.get_samples(old_run)}["q1"] == PRECOMPUTED["answer"]
+        assert {d.sample_id: d.metrics for d in store.get_diagnostics(old_run)} == old_figures
+        n_old_checks = len(store.checks_for(old_run))
+
+    refused = RUNNER.invoke(app, [*args, "--run-id", old_run])
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert flat(refused.output) == (
+        f"error: run {old_run} evaluated other contents of 1 of these samples (q1): its figures are not theirs. "
+        f"Evaluate the changed samples in a new run with `ragcourt rerun --changed {old_run} --dataset data.jsonl` "
+        "(the others are copied), or give another run id")
+    with RecordStore(Path("home") / "store.sqlite") as store:
+        assert {s.id: s.answer for s in store.get_samples(old_run)}["q1"] == PRECOMPUTED["answer"]
+        assert {d.sample_id: d.metrics for d in store.get_diagnostics(old_run)} == old_figures
+        assert len(store.checks_for(old_run)) == n_old_checks
+
+    rerun = RUNNER.invoke(app, ["rerun", "--changed", old_run, "--dataset", "data.jsonl", "--home", "home"])
+    assert rerun.exit_code == 0, rerun.output
+    assert "1 rows re-run, 1 rows copied from the base run" in flat(rerun.output)

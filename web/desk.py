@@ -116,7 +116,7 @@ def next_item(store: RecordStore, run_id: str, skipped: Collection[str] = ()) ->
         (a for a in answers if a.condition == NORMAL), None)
     queue = QueueState(escalated=escalated, pending=len(pending),
                        skipped=sum(1 for r in pending if r.check_id in skipped))
-    return DeskItem(check=check, reconciled=rec, verdicts=tuple(store.get_verdicts([check.id])), sample=sample,
+    return DeskItem(check=check, reconciled=rec, verdicts=tuple(store.run_verdicts(run_id, [check.id])), sample=sample,
                     answer=answer, position=queue.skipped + 1, queue=queue)
 
 
@@ -192,6 +192,6 @@ def decide(store: RecordStore, run_id: str, check_id: str, reviewer: str, choice
     """Store a person's decision on a pending escalation of the run, at once; the check and the stored review.
     Nothing is stored when the decision is refused (DecisionError)."""
     check = pending_check(store, run_id, check_id)
-    review = make_review(check, tuple(store.get_verdicts([check_id])), run_id, reviewer, choice, value, comment)
+    review = make_review(check, tuple(store.run_verdicts(run_id, [check_id])), run_id, reviewer, choice, value, comment)
     store.add_review(review)
     return check, review

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fixtures import REPO
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
@@ -282,3 +283,28 @@ def test_load_labels_reads_a_good_file(tmp_path: Path) -> None:
     with pytest.raises(DatasetError) as caught:
         load_labels(labels)
     assert str(caught.value) == f"{labels}:1: field 'label': must be one of yes, no, A, B, Tie, got list"
+
+
+def test_label_compares_the_judges_with_each_chosen_human_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console, "width", 200)
+    result = CliRunner().invoke(app, ["calibrate", "--ragchecker", "--label", "correctness", "--label", "completeness",
+                                      "--bootstrap", "20", "--home", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    # The annotators' own agreement per aspect, straight from the file (two rows per instance, in order; the
+    # sign of a label: negative A better, positive B better, 0 Tie): the ceiling rows must show these.
+    rows = json.loads((REPO / "data" / "ragchecker_pairs" / "human_labeled_sample.json").read_text(encoding="utf-8"))
+    sign = lambda score: (score > 0) - (score < 0)  # noqa: E731
+    sections = result.output.split("human label: ")[1:]
+    assert [s.split()[0] for s in sections] == ["correctness", "completeness"]
+    for aspect, section in zip(("correctness", "completeness"), sections, strict=True):
+        first, second = rows[0::2], rows[1::2]
+        agree = sum(sign(a[f"{aspect}_label"]) == sign(b[f"{aspect}_label"]) for a, b in zip(first, second, strict=True))
+        ceiling = next(line for line in section.splitlines() if line.startswith("│ annotator 1") and "annotator 2" in line)
+        assert f"{agree / 40:.3f}" in ceiling
+    assert "0.150" not in sections[0]  # the overall labels' agreement (6 of 40) is not what these rows compare
+
+
+def test_label_needs_the_ragchecker_pairs(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["calibrate", "--run", "r", "--label", "correctness", "--home", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--label chooses among the RAGChecker annotators' labels" in _said(result)

@@ -99,3 +99,57 @@ def test_rank_tables_keep_system_names_whole_at_80_columns(tmp_path: Path, monke
     assert "…" not in table and max(len(line) for line in table.splitlines()) <= 80, placed.output
     for name in names:
         assert re.search(rf"│ (high|medium|low) +│ {name} +│ 1[0-9]{{3}}\.[0-9] +│", table), placed.output
+
+
+def test_rank_prints_the_position_bias_rate_and_the_single_order_says_it_did_not_measure_it(tmp_path: Path) -> None:
+    gold = {s.id: [{"id": d.id, "title": d.title, "text": d.text} for d in s.gold_documents] for s in SAMPLES}
+    reference = write_answers(tmp_path / "reference.jsonl", {s.id: s.reference_answer for s in SAMPLES}, gold)
+    no_answer = write_answers(tmp_path / "dont_know.jsonl", {s.id: "I don't know." for s in SAMPLES},
+                              {s.id: [] for s in SAMPLES})
+    common = [str(reference), str(no_answer), "--references", str(bundled(BundledDataset.HOTPOTQA_DEV_100)),
+              "--bootstrap", "10", "--home", str(tmp_path / "home")]
+
+    both = RUNNER.invoke(app, ["rank", *common])
+    assert both.exit_code == 0, both.output
+    said = " ".join(both.output.split())
+    # the lexical judge scores each answer against the reference, wherever it is shown: no pair flagged
+    assert f"flagged/decided pairs: lexical 0/{N_QUESTIONS} (0.0%)" in said
+    assert f"judge verdicts asked: {2 * N_QUESTIONS}" in said
+
+    single = RUNNER.invoke(app, ["rank", *common, "--orders", "single"])
+    assert single.exit_code == 0, single.output
+    said = " ".join(single.output.split())
+    assert "position bias: not measured (one order per question" in said
+    # one check per question, each one of the two the both-orders run judged: all reused, half as many
+    assert f"judge verdicts asked: 0, reused from the store: {N_QUESTIONS}" in said
+
+
+def write_scored(path: Path, figures: dict[str, tuple[float, float, float]]) -> Path:
+    with path.open("w", encoding="utf-8") as out:
+        for question_id, (f, r, u) in figures.items():
+            out.write(json.dumps({"id": question_id, "question": QUESTIONS[question_id], "answer": path.stem,
+                                  "faithfulness": f, "relevancy": r, "utilization": u}) + "\n")
+    return path
+
+
+def test_rank_with_a_metric_judge_alone_ranks_by_score_s(tmp_path: Path) -> None:
+    ids = list(QUESTIONS)[:2]
+    # Score_S(q): hi 0.8 and 0.8, mid 0.6 and 0.6, lo 0.58 (a Tie with mid inside 0.05) and 0.2
+    hi = write_scored(tmp_path / "hi.jsonl", {ids[0]: (0.9, 0.8, 0.7), ids[1]: (1.0, 0.8, 0.6)})
+    mid = write_scored(tmp_path / "mid.jsonl", {ids[0]: (0.6, 0.6, 0.6), ids[1]: (0.6, 0.6, 0.6)})
+    lo = write_scored(tmp_path / "lo.jsonl", {ids[0]: (0.7, 0.5, 0.54), ids[1]: (0.2, 0.2, 0.2)})
+    ranked = RUNNER.invoke(app, ["rank", str(hi), str(mid), str(lo), "--metric-judge",
+                                 "faithfulness,relevancy,utilization@0.05", "--mode", "round_robin", "--bootstrap",
+                                 "10", "--home", str(tmp_path / "home")])
+    assert ranked.exit_code == 0, ranked.output
+    assert re.findall(r"│ (hi|mid|lo) ", ranked.output) == ["hi", "mid", "lo"]
+    said = " ".join(ranked.output.split())
+    # mid vs lo: a Tie on the first question and mid's win on the second, 1.5 of 2: mid wins the match
+    for name, record in (("hi", "2-0-0"), ("mid", "1-0-1"), ("lo", "0-0-2")):
+        assert re.search(rf"│ {name} +│ [0-9.]+ +│ [^│]+│ [0-9.]+ +│ {record} ", ranked.output), ranked.output
+    assert "threshold:faithfulness+relevancy+utilization@0.05 0/6 (0.0%)" in said
+    assert "judge verdicts asked: 0" in said
+
+    bad = RUNNER.invoke(app, ["rank", str(hi), str(mid), "--metric-judge", "@0.1", "--home",
+                              str(tmp_path / "home")])
+    assert bad.exit_code != 0 and "COLUMN" in bad.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import pickle
 import tempfile
 from pathlib import Path
@@ -20,8 +21,12 @@ from ragcourt.data.loaders import (
     DatasetError,
     DatasetErrors,
     ErrorPolicy,
+    FieldLimits,
     bundled,
     label_from_human_score,
+    load_corpus,
+    load_corpus_file,
+    load_dataset,
     load_hotpotqa,
     load_ragchecker_pairs,
     load_samples,
@@ -441,3 +446,63 @@ def test_bundled_paths_point_into_the_package() -> None:
         assert path.is_file()
         assert path.parent.parent.name == "data"
         assert path.as_posix().endswith(name.value)
+
+
+# --------------------------------------------------------------------------- inputs that got in (issue 20, item 4)
+
+ESCAPED_NUL_CASES = [
+    ('{"id": "a", "question": "Who?\\u0000", "answer": "x"}', "question"),
+    ('{"id": "a", "question": "Who?", "contexts": ["ok", {"id": "c", "text": "bad\\u0000"}], "answer": "x"}',
+     "contexts[1].text"),
+    ('{"id": "a", "question": "Who?", "answer": "x", "metadata": {"note": "\\u0000"}}', "metadata.note"),
+]
+
+
+@pytest.mark.parametrize(("row", "field"), ESCAPED_NUL_CASES, ids=["question", "context", "metadata"])
+def test_an_escaped_nul_is_refused_like_a_raw_nul_byte(tmp_path: Path, row: str, field: str) -> None:
+    path = tmp_path / "nul.jsonl"
+    path.write_text('{"id": "ok", "question": "Fine?"}\n' + row + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path)
+    assert (caught.value.line, caught.value.field) == (2, field)
+    assert "contains a NUL character" in caught.value.message
+
+
+@pytest.mark.parametrize("question", ["\u200b\u200b", "\u200d \ufeff\u2060", "\u200e\t"])
+def test_a_question_of_only_invisible_characters_is_refused_like_a_blank_one(tmp_path: Path, question: str) -> None:
+    path = tmp_path / "invisible.jsonl"
+    path.write_text(json.dumps({"id": "a", "question": question}) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path)
+    assert (caught.value.line, caught.value.field) == (1, "question")
+    assert caught.value.message.startswith("is empty")
+    visible = tmp_path / "visible.jsonl"  # a zero-width space inside a real question is left alone
+    visible.write_text(json.dumps({"id": "a", "question": "Who\u200b wrote it?"}) + "\n", encoding="utf-8")
+    assert load_samples(visible).samples[0].question == "Who\u200b wrote it?"
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "data.jsonl"
+    os.mkfifo(fifo)
+    for load in (load_samples, load_dataset, load_corpus_file, load_corpus):
+        with pytest.raises(DatasetError) as caught:
+            load(fifo)
+        assert caught.value.file == str(fifo) and "is not a regular file" in caught.value.message
+    with pytest.raises(DatasetError, match="is not a regular file"):
+        load_dataset(tmp_path)  # a directory given as the dataset
+
+
+def test_a_text_past_its_field_limit_is_refused_with_its_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    rows = [{"id": "a", "question": "Short?"}, {"id": "b", "question": "Q" * 20_001},
+            {"id": "c", "question": "Fine?", "contexts": ["ok", "x" * 101]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path)
+    assert (caught.value.line, caught.value.field) == (2, "question")
+    assert caught.value.message == "holds 20,001 characters, more than the limit of 20,000"
+    collected = load_samples(path, on_error=ErrorPolicy.SKIP, limits=FieldLimits(chunk=100))
+    assert [s.id for s in collected.samples] == ["a"]
+    assert [(e.line, e.field) for e in collected.errors] == [(2, "question"), (3, "contexts[1].text")]
+    assert [s.id for s in load_samples(path, limits=FieldLimits(question=30_000)).samples] == ["a", "b", "c"]

@@ -18,6 +18,8 @@ completion_tokens = len(output text) // 4, where output text is the tool argumen
 
 Faults (`FaultPlan`): by request number (1-based over all POST requests), queued for the next
 requests, or drawn with a seeded probability. Every request, faulted or not, is logged and counted.
+Faults of the output (`malformed_json`, `truncated`) come in a well-formed reply; faults of the HTTP
+exchange (`garbage_body`, `truncated_body`, `connection_reset`) give a reply the API never promised.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import hashlib
 import json
 import math
 import random
+import socket
+import struct
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -199,7 +203,25 @@ class TruncatedFault:
     pass
 
 
-Fault = StatusFault | DelayFault | MalformedFault | TruncatedFault
+@dataclass(frozen=True)
+class BodyFault:
+    """HTTP 200 with a body that is not the API's JSON."""
+
+    body: bytes
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class TruncatedBodyFault:
+    """HTTP 200 with the first half of the reply's JSON as the whole body (its Content-Length says so)."""
+
+
+@dataclass(frozen=True)
+class ResetFault:
+    """The connection reset (TCP RST) without any reply."""
+
+
+Fault = StatusFault | DelayFault | MalformedFault | TruncatedFault | BodyFault | TruncatedBodyFault | ResetFault
 
 
 def status_429(retry_after: float | None = 0.1) -> StatusFault:
@@ -223,6 +245,24 @@ def malformed_json() -> MalformedFault:
 def truncated() -> TruncatedFault:
     """The output cut in the middle of the JSON, finish_reason 'length'."""
     return TruncatedFault()
+
+
+def garbage_body(content_type: str = "application/json") -> BodyFault:
+    """An error page where the completion should be (a proxy's, say), under `content_type`."""
+    return BodyFault(body=b"<html><body>502 upstream hiccup</body></html>", content_type=content_type)
+
+
+def not_a_completion() -> BodyFault:
+    """Valid JSON, but no chat completion: no choices."""
+    return BodyFault(body=b'{"object": "chat.completion", "note": "no choices"}')
+
+
+def truncated_body() -> TruncatedBodyFault:
+    return TruncatedBodyFault()
+
+
+def connection_reset() -> ResetFault:
+    return ResetFault()
 
 
 class FaultPlan:
@@ -289,6 +329,9 @@ class _Answer:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None  # sent instead of `body` (a body fault)
+    content_type: str = "application/json"
+    reset: bool = False  # no reply at all: the connection is reset
 
 
 class FakeOpenAIServer:
@@ -384,13 +427,21 @@ class FakeOpenAIServer:
         number, fault = self._log(method, path, body)
         if isinstance(fault, StatusFault):
             return self._status_answer(fault)
+        if isinstance(fault, ResetFault):
+            return _Answer(0, {}, reset=True)
+        if isinstance(fault, BodyFault):
+            return _Answer(200, {}, raw=fault.body, content_type=fault.content_type)
         if isinstance(fault, DelayFault):
             self._stopping.wait(fault.seconds)
         if method == "GET" and path == MODELS_PATH:
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
             return _Answer(200, {"object": "list", "data": data})
         if method == "POST" and path == CHAT_PATH and body is not None:
-            return self._chat_answer(ChatRequest(body=body, number=number or 0), fault)
+            answer = self._chat_answer(ChatRequest(body=body, number=number or 0), fault)
+            if isinstance(fault, TruncatedBodyFault):
+                whole = json.dumps(answer.body).encode("utf-8")
+                answer.raw = whole[: len(whole) // 2]
+            return answer
         if method == "POST" and path == EMBEDDINGS_PATH and body is not None:
             return self._embeddings_answer(body)
         return _Answer(404, _error_body(f"no route {method} {path}", "invalid_request_error"))
@@ -505,10 +556,14 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             pass  # keep test output clean; the server's own log is `server.requests`
 
         def _send(self, answer: _Answer) -> None:
-            payload = json.dumps(answer.body).encode("utf-8")
+            if answer.reset:  # linger 0: closing the socket sends RST, not FIN
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                return
+            payload = answer.raw if answer.raw is not None else json.dumps(answer.body).encode("utf-8")
             try:
                 self.send_response(answer.status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", answer.content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 for name, value in answer.headers.items():
                     self.send_header(name, value)

@@ -123,7 +123,8 @@ async def test_llm_elements(scripted_model: MakeModel) -> None:
     split = await decomposer(model).split(DecompositionKind.ELEMENTS, reference, QUESTION)
     assert split.items == ("Jaws was directed by Steven Spielberg.", "Steven Spielberg was born on 18 December 1946.")
     assert sent_block(model.requests[0], "REFERENCE") == reference
-    assert sent_block(model.requests[0], "QUESTION") == QUESTION
+    # frozen per reference text, so the element prompt shows no question (issue 19.11)
+    assert "<<<QUESTION-" not in str(model.requests[0].messages[-1].content)
 
 
 async def test_llm_garbage_is_unscored(scripted_model: MakeModel) -> None:
@@ -283,3 +284,21 @@ async def test_two_processes_splitting_one_reference_keep_the_first_split(tmp_pa
         first = one.get_decomposition(late.id)
         assert first is not None and first.items == tuple(ELEMENTS["elements"])
         assert late == first == two.get_decomposition(late.id)
+
+
+
+async def test_claims_of_one_answer_under_two_questions_are_two_splits(store: RecordStore, scripted_model: MakeModel) -> None:
+    """The claims prompt shows the question ("Yes." is another claim under each), so the frozen split is keyed
+    by it; elements are the split of the reference alone and are shared."""
+    model = scripted_model(builders={
+        "ClaimList": lambda request: {"claims": [f"claim for {sent_block(request, 'QUESTION')}"]},
+        "ElementList": lambda _: ELEMENTS,
+    })
+    llm = decomposer(model)
+    first = await frozen_split(store, llm, DecompositionKind.CLAIMS, "Yes.", "Is Paris in France?")
+    second = await frozen_split(store, llm, DecompositionKind.CLAIMS, "Yes.", "Is Lyon in France?")
+    again = await frozen_split(store, llm, DecompositionKind.CLAIMS, "Yes.", "Is Paris in France?")
+    assert first.items == ("claim for Is Paris in France?",) and second.items == ("claim for Is Lyon in France?",)
+    assert first.id != second.id and again == first and model.calls == 2
+    elements = [await frozen_split(store, llm, DecompositionKind.ELEMENTS, REFERENCE, q) for q in ("Q1?", "Q2?")]
+    assert elements[0] == elements[1] and model.calls == 3

@@ -13,17 +13,22 @@ from fakes.openai_server import (
     FakeOpenAIServer,
     FaultPlan,
     Reply,
+    connection_reset,
     delay,
+    garbage_body,
     malformed_json,
+    not_a_completion,
     status_429,
     status_500,
     truncated,
+    truncated_body,
 )
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 from langsmith import tracing_context
 from pydantic import BaseModel
 
+from ragcourt.llm import openai_wire
 from ragcourt.llm.cache import LLMCache, MemoryCache
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.factory import build_client
@@ -325,6 +330,54 @@ async def test_a_4xx_other_than_429_is_not_retried(openai_server: FakeOpenAIServ
     assert (result.attempts, openai_server.count(CHAT_PATH)) == (1, 1)
     assert result.detail is not None and "no builder for output schema 'Decision'" in result.detail
     assert len(openai_server.responder_errors) == 1
+
+
+BODY_FAULTS = {
+    "garbage under application/json": garbage_body(),
+    "garbage under text/html": garbage_body("text/html"),
+    "JSON cut in half": truncated_body(),
+    "JSON that is no chat completion": not_a_completion(),
+    "connection reset": connection_reset(),
+}
+# The LangChain path reads replies with langchain-openai's own code, which raises its own errors for a body
+# of another content type or shape; what it hands over unread (not JSON at all) is retried there too.
+LANGCHAIN_BODY_FAULTS = ("garbage under application/json", "JSON cut in half", "connection reset")
+
+
+@pytest.mark.parametrize(("name", "langchain_path"), [
+    *((name, False) for name in BODY_FAULTS), *((name, True) for name in LANGCHAIN_BODY_FAULTS)])
+async def test_a_reply_body_that_is_not_the_apis_json_is_retried_like_a_5xx(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, name: str, langchain_path: bool
+) -> None:
+    """The server (or a proxy) failed, not the model: the same bounded retries as a 500, and the verdict is
+    the second reply's. Not a parse failure, and not cached: the cache holds the good reply only."""
+    if langchain_path:  # what tracing does to the path, without a tracer that would reach LangSmith's servers
+        monkeypatch.setattr(openai_wire, "tracing_is_enabled", lambda: True)
+    fault = BODY_FAULTS[name]
+    cache = MemoryCache()
+    client = client_for(openai_server, cache=cache)
+    assert is_direct(client.model) is not langchain_path
+    openai_server.builders["Decision"] = answer_yes
+    openai_server.faults.then(fault)
+    result = await client.structured_call(QUESTION, Decision)
+
+    assert (result.status, result.value) == (VerdictStatus.OK, Decision(label="yes", reason="ok"))
+    assert (result.attempts, openai_server.count(CHAT_PATH)) == (2, 2)
+    assert cache.puts == 1
+
+
+async def test_bodies_that_stay_broken_end_unscored_error_after_max_attempts(openai_server: FakeOpenAIServer) -> None:
+    openai_server.builders["Decision"] = answer_yes
+    openai_server.faults = FaultPlan(seed=5, probability=1.0, mix=[garbage_body(), truncated_body()])
+    result = await client_for(
+        openai_server, retry=FAST_RETRY.model_copy(update={"max_attempts": 3})
+    ).structured_call(QUESTION, Decision)
+
+    assert (result.status, result.reason) == (VerdictStatus.UNSCORED, UnscoredReason.ERROR)
+    assert (result.attempts, openai_server.count(CHAT_PATH)) == (3, 3)
+    assert result.detail is not None and result.detail.startswith("MalformedResponseError: the reply body is not JSON")
+    assert result.detail.endswith("(after 3 attempt(s))")
+    assert result.raw_text is None
 
 
 # --------------------------------------------------------------------------- validation and repair

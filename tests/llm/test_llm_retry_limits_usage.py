@@ -12,7 +12,14 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from ragcourt.llm.limits import EndpointLimiter, LimiterRegistry
-from ragcourt.llm.retry import RetryPolicy, call_with_retries, is_retryable, is_timeout, retry_after_s
+from ragcourt.llm.retry import (
+    MalformedResponseError,
+    RetryPolicy,
+    call_with_retries,
+    is_retryable,
+    is_timeout,
+    retry_after_s,
+)
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.schema import TokenUsage
 
@@ -59,6 +66,8 @@ def a_validation_error() -> ValidationError:
         (httpx2.ReadTimeout("slow"), True, True),
         (TimeoutError(), True, True),
         (ConnectionResetError(), True, False),
+        (MalformedResponseError("the reply body is not JSON"), True, False),
+        (openai.APIResponseValidationError(httpx2.Response(200, request=_REQUEST), body="<html>"), True, False),
         (a_validation_error(), False, False),
         (ValueError("bad output"), False, False),
     ],

@@ -6,9 +6,11 @@ import pytest
 
 from ragcourt.metrics.cube import (
     AnswerSet,
+    CubeReading,
     auto_weights,
     cube_report,
     cube_score,
+    human_cube,
     normalized,
     pearson,
     rank_score,
@@ -213,7 +215,8 @@ def test_na_reasons_name_the_variables_and_say_what_to_do():
     weights = auto_weights({"relevance": [2, 5, 1], "quality": [2, 5, 1]}, [6, 6, 6])
     assert weights.na_reason == (
         "no dimension correlates with the rank score (rank score = top_n + 2 - rank of the gold document in the "
-        "normal retrieval, 0 when it was not retrieved; top_n is the config's top_k): relevance, quality: a "
+        "normal retrieval, 0 when it was not retrieved; top_n is the run's TOP-N: the config's top_k, or the most "
+        "chunks the system returned when it returned more): relevance, quality: a "
         "correlation needs variation: the rank score is constant (the same for all 3 samples); automatic weights are "
         "undefined, so give every dimension a fixed numeric weight (weight: 1 in the config's dimensions weighs them "
         "equally)")
@@ -354,3 +357,136 @@ def test_retrieved_only_analysis():
     assert split.mean_retrieved == pytest.approx(25 / 3)
     assert split.sd_retrieved == pytest.approx(math.sqrt(1 / 3))
     assert split.n_retrieved == 3
+
+
+# --------------------------------------------------------------------------- the two readings of the RAG set
+
+
+def test_seed_reading_averages_the_retrieved_cases_and_is_the_default():
+    """The flow above (ranks 1, 1, 0, 0; proportion 0.25) read as seed 000 does (5.4: "performance on successfully
+    retrieved cases", then x R@k): the RAG means over s1, s2 only, the bounds over every sample.
+
+      relevance: RAG (9, 9) -> 9;  style: RAG (8, 6) -> 7 (int(0.25 x 2) = 0 cut); bounds as before (4, 5 / 10, 9)
+      normalized relevance (9 - 4) / 6 = 5/6, style (7 - 5) / 4 = 1/2; same weights (from every sample)
+      RAG total 9 w + 7 (1 - w) = 7 + 2 w; Wgt. Score (7 + 2 w - 5 + w) / (4 + 2 w) = (2 + 3 w) / (4 + 2 w)
+    """
+    ranks = [1, 1, 0, 0]
+    scores = {"judge": {CB: {"relevance": [2, 4, 4, 10], "style": [5, 5, 5, 5]},
+                        RAG: {"relevance": [9, 9, 3, 3], "style": [8, 6, 6, 6]},
+                        ORACLE: {"relevance": [10, 10, 10, 1], "style": [9, 9, 9, 9]}}}
+    report = cube_report(scores, r_at_k=recall_at_k(ranks), rank_scores=[rank_score(r, top_n=8) for r in ranks],
+                         proportion=0.25, retrieved=[r != 0 for r in ranks])
+    row = report.judges[0]
+    assert (report.reading, row.reading) == (CubeReading.RETRIEVED, CubeReading.RETRIEVED)
+    assert report.reading_order == (CubeReading.RETRIEVED, CubeReading.ALL)
+    w = math.sqrt(3) / (math.sqrt(3) + 1)
+    assert {d: m.value for d, m in row.dimension_means[RAG].items()} == {"relevance": 9.0, "style": 7.0}
+    assert row.dimension_means[RAG]["style"].n == 2 and row.dimension_means[CB]["style"].n == 4
+    assert row.normalized_dimensions["relevance"].value == pytest.approx(5 / 6)
+    assert row.weighted_totals[RAG].value == pytest.approx(7 + 2 * w)
+    assert row.weighted_score.value == pytest.approx((2 + 3 * w) / (4 + 2 * w))
+    assert row.weighted_score.value == pytest.approx(0.7406912, abs=1e-7)
+    assert row.cube_score.value == pytest.approx(0.5 * 0.7406912, abs=1e-7)
+    # the all-samples reading is the flow's figures above, beside it
+    every = row.readings[CubeReading.ALL]
+    assert every.weighted_score.value == pytest.approx(0.3101728, abs=1e-7)
+    assert every.cube_score.value == pytest.approx(0.5 * 0.3101728, abs=1e-7)
+    assert report.spreads[CubeReading.ALL].cube_score.mean == pytest.approx(0.5 * 0.3101728, abs=1e-7)
+    assert report.cube_score_spread.mean == pytest.approx(0.5 * 0.7406912, abs=1e-7)
+
+
+def test_seed_reading_on_seed_numbers_is_wgt_score_times_r_at_k():
+    """Seed 000, 5.4: "the performance on successfully retrieved cases ... 78.95. Given a retrieval success rate
+    of 80.41%, the final CuBE score is 63.48" (Table 4's means, without the per-sample split the seed did not
+    print: Table 2's means are read as given)."""
+    scores = {judge: {aset: dict(zip(DIMS, row[0], strict=True)) for aset, row in sets.items()}
+              for judge, sets in TABLE_2.items()}
+    weights = {judge: dict(zip(DIMS, w, strict=True)) for judge, w in TABLE_3.items()}
+    report = cube_report(scores, r_at_k=R_AT_K, weights=weights)
+    assert report.reading is CubeReading.ALL and report.reading_order == (CubeReading.ALL,)
+    assert (_pct(report.weighted_score_spread.mean), _pct(report.cube_score_spread.mean)) == (78.95, 63.48)
+    # asked for the seed's split on aggregated means, the retrieved reading says it cannot pick the cases out
+    split = cube_report(scores, r_at_k=R_AT_K, weights=weights, retrieved=[True, False])
+    qwen = split.judges[0]
+    assert qwen.cube_score.value is None and "aggregated means" in qwen.cube_score.na_reason
+    assert _pct(qwen.readings[CubeReading.ALL].cube_score.value) == 65.29
+
+
+def test_seed_reading_without_any_retrieved_case_is_na_with_its_reason():
+    scores = {"j": {CB: {"d": [2, 2]}, RAG: {"d": [4, 6]}, ORACLE: {"d": [8, 8]}}}
+    report = cube_report(scores, r_at_k=recall_at_k([0, 0]), weights={"j": {"d": 1}}, retrieved=[False, False])
+    row = report.judges[0]
+    assert row.cube_score.value is None and row.cube_score.na_reason.startswith(
+        "no sample's gold document was retrieved (R@k = 0)")
+    assert row.readings[CubeReading.ALL].weighted_score.value == pytest.approx(0.5)
+    assert row.readings[CubeReading.ALL].cube_score.value == 0.0
+
+
+# --------------------------------------------------------------------------- human ratings (Table 5)
+
+
+def test_human_ratings_between_each_judges_bounds():
+    """Table 5's reading: people's 0-10 ratings of the RAG answers placed between the judges' own bounds.
+
+    The flow above (ranks 1, 1, 0, 0; proportion 0.25; weight w = sqrt3 / (sqrt3 + 1) from the RAG scores) for
+    judge j, and judge k with the same RAG scores (so the same weights) and bounds 0 / 10 on both dimensions.
+    Human ratings: relevance (8, -, 6, 7), style (7, 7, -, -): four samples rated.
+      all samples:     relevance (8, 6, 7) -> 7, style (7, 7) -> 7
+        j: normalized (7 - 4) / 6 = 0.5, (7 - 5) / 4 = 0.5 -> Wgt. Score 0.5, CuBE 0.25;  k: 0.7, 0.7 -> 0.7, 0.35
+      retrieved cases: relevance (8) -> 8, style (7, 7) -> 7
+        j: 2/3, 0.5 -> Wgt. Score (2 + 2 w) / (4 + 2 w);  k: 0.8, 0.7 -> 0.7 + 0.1 w;  CuBE x 0.5
+    """
+    ranks = [1, 1, 0, 0]
+    rag = {"relevance": [9, 9, 3, 3], "style": [8, 6, 6, 6]}
+    scores = {"j": {CB: {"relevance": [2, 4, 4, 10], "style": [5, 5, 5, 5]}, RAG: rag,
+                    ORACLE: {"relevance": [10, 10, 10, 1], "style": [9, 9, 9, 9]}},
+              "k": {CB: {"relevance": [0] * 4, "style": [0] * 4}, RAG: rag,
+                    ORACLE: {"relevance": [10] * 4, "style": [10] * 4}}}
+    retrieved = [r != 0 for r in ranks]
+    report = cube_report(scores, r_at_k=recall_at_k(ranks), rank_scores=[rank_score(r, top_n=8) for r in ranks],
+                         proportion=0.25, retrieved=retrieved)
+    human = human_cube(report, {"relevance": [8, None, 6, 7], "style": [7, 7, None, None]}, proportion=0.25,
+                       retrieved=retrieved)
+    w = math.sqrt(3) / (math.sqrt(3) + 1)
+    assert human.n_rated == 4 and human.reading is CubeReading.RETRIEVED
+    j_all, k_all = human.judges["j"][CubeReading.ALL], human.judges["k"][CubeReading.ALL]
+    assert {d: m.value for d, m in j_all.rag_means.items()} == {"relevance": 7.0, "style": 7.0}
+    assert j_all.normalized_dimensions["relevance"].value == pytest.approx(0.5)
+    assert (j_all.weighted_score.value, j_all.cube_score.value) == (pytest.approx(0.5), pytest.approx(0.25))
+    assert (k_all.weighted_score.value, k_all.cube_score.value) == (pytest.approx(0.7), pytest.approx(0.35))
+    j_seed, k_seed = human.judges["j"][CubeReading.RETRIEVED], human.judges["k"][CubeReading.RETRIEVED]
+    assert j_seed.normalized_dimensions["relevance"].value == pytest.approx(2 / 3)
+    assert j_seed.weighted_score.value == pytest.approx((2 + 2 * w) / (4 + 2 * w))
+    assert k_seed.weighted_score.value == pytest.approx(0.7 + 0.1 * w)
+    seed_spread = human.spreads[CubeReading.RETRIEVED].cube_score
+    expected = [0.5 * (2 + 2 * w) / (4 + 2 * w), 0.5 * (0.7 + 0.1 * w)]
+    assert seed_spread.mean == pytest.approx(sum(expected) / 2)
+    assert seed_spread.sd == pytest.approx(abs(expected[0] - expected[1]) / math.sqrt(2))
+    # a dimension nobody rated is n/a with its reason, and so is every weighted figure that needs it
+    partial = human_cube(report, {"relevance": [8, None, 6, 7]}, proportion=0.25, retrieved=retrieved)
+    style = partial.judges["j"][CubeReading.ALL].normalized_dimensions["style"]
+    assert style.value is None and "no human rating for this dimension" in style.na_reason
+    assert partial.judges["j"][CubeReading.ALL].weighted_score.value is None
+
+
+def test_seed_table_5_human_row_is_not_one_mean_between_the_four_judges_bounds():
+    """An open choice the seed leaves: the human relevance mean that Table 2's four pairs of bounds place at
+    78.40 on average is 7.9049; against those bounds it reads 78.90, 52.00, 56.55 and 126.15, an sd of 33.93,
+    not Table 5's 10.98. So Table 5's sd is not the spread across the judges' bounds of one human mean (the
+    seed does not say what it is); ragcourt reports the spread across the judges' bounds and says so."""
+    scores = {judge: {aset: dict(zip(DIMS, row[0], strict=True)) for aset, row in sets.items()}
+              for judge, sets in TABLE_2.items()}
+    weights = {judge: dict(zip(DIMS, w, strict=True)) for judge, w in TABLE_3.items()}
+    report = cube_report(scores, r_at_k=R_AT_K, weights=weights)
+    bounds = [(TABLE_2[j][CB][0][0], TABLE_2[j][ORACLE][0][0]) for j in TABLE_2]
+
+    def mean_of(h: float) -> float:  # the mean normalized relevance of a human mean h: linear in h
+        return sum((h - lo) / (hi - lo) for lo, hi in bounds) / 4
+
+    h = (0.784 - mean_of(0.0)) / (mean_of(1.0) - mean_of(0.0))
+    assert round(h, 4) == 7.9049
+    human = human_cube(report, {d: [h] for d in DIMS})
+    relevance = [_pct(human.judges[j][CubeReading.ALL].normalized_dimensions["relevance"].value) for j in TABLE_2]
+    assert relevance == [78.90, 52.00, 56.55, 126.15]
+    spread_ = human.spreads[CubeReading.ALL].dimensions["relevance"]
+    assert (_pct(spread_.mean), _pct(spread_.sd)) == (78.40, 33.93)

@@ -7,6 +7,7 @@ from ragcourt.metrics.cuer import (
     confidence_error,
     exact_match,
     grounding_score,
+    judged_trace,
     normalize_answer,
     score_answer,
     soft_correct,
@@ -15,7 +16,7 @@ from ragcourt.metrics.cuer import (
     trace_divergence,
     utility_table,
 )
-from ragcourt.schema import CLOSED_BOOK, NORMAL, Condition, ConditionKind
+from ragcourt.schema import CLOSED_BOOK, NORMAL, Condition, ConditionKind, ConfidenceSource, TraceSource
 
 # --------------------------------------------------------------------------- official normalization
 
@@ -232,3 +233,45 @@ def test_gold_status_unknown_without_gold_titles():
     removed = Outcome.score(Condition(kind=ConditionKind.REMOVE, chunk_id="c0"), "a", ["a"], None, [])
     (row,) = utility_table(original, [removed], {"c0": "T"}, gold_titles=()).rows
     assert row.chunk_is_gold is None and row.trace_divergence == 1.0
+
+
+# --------------------------------------------------------------------------- judged traces, per-condition figures
+
+
+def test_judged_trace_is_the_chunks_supporting_some_claim_and_unknown_when_undecided():
+    assert judged_trace({"c0": [True, None], "c1": [False, False]}) == {"c0"}  # a yes decides, undecided or not
+    assert judged_trace({"c0": [True], "c1": [None, False]}) is None  # c1 could be used: U unknown, not guessed
+    assert judged_trace({"c0": [], "c1": []}) == frozenset()  # an answer without claims uses nothing
+    assert judged_trace({}) == frozenset()  # shown nothing
+
+
+def test_grounding_and_confidence_error_are_per_condition():
+    """Normal: U {c0 (gold), c1}, G 1/2, c 0.9 on a right answer, CE 0.1 (to 9 decimals). Remove c0: a wrong
+    answer with U {c1}, G 0, c 0.6: CE 0.6. The perturbed chunk title map is the condition's own, so a distractor
+    that replaced c1 (title "Rome") counts as non-gold."""
+    titles, golds = {"c0": "Paris", "c1": "Lyon"}, ["Paris"]
+    original = Outcome.score(NORMAL, "Paris", golds, 0.9, ["c0", "c1"], chunk_titles=titles, gold_titles={"Paris"},
+                             trace_source=TraceSource.JUDGED, confidence_source=ConfidenceSource.PROBED)
+    removed = Outcome.score(Condition(kind=ConditionKind.REMOVE, chunk_id="c0"), "Lyon", golds, 0.6, ["c1"],
+                            chunk_titles={"c1": "Lyon"}, gold_titles={"Paris"}, trace_source=TraceSource.JUDGED,
+                            confidence_source=ConfidenceSource.PROBED, trace_unscored=0, trace_escalated=2)
+    replaced = Outcome.score(Condition(kind=ConditionKind.REPLACE, chunk_id="c1"), "Paris", golds, 0.9, ["c0", "z"],
+                             chunk_titles={"c0": "Paris", "z": "Rome"}, gold_titles={"Paris"},
+                             trace_source=TraceSource.JUDGED)
+    assert (original.grounding, round(original.confidence_error, 9)) == (0.5, 0.1)
+    row, other = utility_table(original, [removed, replaced], titles, {"Paris"}).rows
+    assert (row.grounding, row.d_grounding, row.trace_divergence) == (0.0, -0.5, 0.5)
+    assert (round(row.confidence_error, 9), round(row.d_confidence_error, 9)) == (0.6, 0.5)
+    assert (row.trace_source, row.confidence_source, row.trace_escalated) == (
+        TraceSource.JUDGED, ConfidenceSource.PROBED, 2)
+    assert (other.grounding, other.d_grounding, other.trace_divergence) == (0.5, 0.0, pytest.approx(2 / 3))
+    (aggregate,) = [a for a in utility_table(original, [removed], titles, {"Paris"}).aggregates]
+    assert (aggregate.grounding.value, aggregate.d_grounding.value) == (0.0, -0.5)
+
+
+def test_a_reported_trace_is_not_compared_with_a_judged_one():
+    original = Outcome.score(NORMAL, "a", ["a"], None, ["c0"])
+    judged = Outcome.score(Condition(kind=ConditionKind.REMOVE, chunk_id="c1"), "a", ["a"], None, ["c0"],
+                           trace_source=TraceSource.JUDGED)
+    (row,) = utility_table(original, [judged], {}, gold_titles=()).rows
+    assert row.trace_divergence is None and row.trace_source is TraceSource.JUDGED

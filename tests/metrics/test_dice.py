@@ -25,12 +25,15 @@ from ragcourt.metrics.dice import (
     elo_update,
     expected_score,
     hard_score,
+    position_bias_rate,
     refit_ratings,
     round_robin_schedule,
     run_tournament,
     soft_score,
     swiss_pairs,
     swiss_rounds,
+    system_score,
+    threshold_label,
     tier_position,
     vote_probabilities,
 )
@@ -444,3 +447,43 @@ def test_tier_position_all_won_is_finite_and_placed():
     assert void.elo.value is None and void.placement is None and void.na_reason == "no scored match"
     with pytest.raises(ValueError):
         tier_position([(HIGH, MatchResult.from_outcomes([1.0]))])
+
+
+# --------------------------------------------------------------------------- scalar baseline (seed 001, 4.2)
+
+
+def test_system_score_is_one_third_of_the_three_dimensions():
+    # Score_S(q) = 1/3 (d_1 + d_2 + d_3): (0.9 + 0.6 + 0.3) / 3 = 0.6
+    score = system_score([0.9, 0.6, 0.3])
+    assert score.value == pytest.approx(0.6) and score.n == 3
+
+
+def test_system_score_with_a_missing_dimension_is_na_not_a_mean_of_two():
+    score = system_score([0.9, None, 0.3])
+    assert score.value is None and score.na_reason == "1 of 3 dimensions missing"
+    assert (score.n, score.n_unscored) == (2, 1)
+    assert system_score([]).na_reason == "no dimension given"
+
+
+@pytest.mark.parametrize(("a", "b", "margin", "label"), [
+    (0.8, 0.7, 0.05, Label.A),  # leads by 0.1 > 0.05
+    (0.6, 0.7, 0.05, Label.B),
+    (0.72, 0.70, 0.05, Label.TIE),  # 0.02 inside the band
+    (0.75, 0.70, 0.05, Label.TIE),  # exactly the band (0.04999... in floats): not more than it
+    (0.70, 0.70, 0.0, Label.TIE),  # a band of 0 ties only equals
+    (0.71, 0.70, 0.0, Label.A),
+])
+def test_threshold_label_eq7_tie_band(a, b, margin, label):
+    assert threshold_label(a, b, margin) is label
+
+
+def test_threshold_label_refuses_a_negative_band():
+    with pytest.raises(ValueError, match="tie_margin"):
+        threshold_label(0.5, 0.4, -0.1)
+
+
+def test_position_bias_rate_is_the_share_of_decided_pairs_flagged():
+    rate = position_bias_rate(3, 12)
+    assert (rate.value, rate.n) == (0.25, 12)
+    assert position_bias_rate(0, 0).value is None
+    assert position_bias_rate(0, 0).na_reason == "no pair decided in both orders"

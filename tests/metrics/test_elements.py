@@ -5,6 +5,8 @@ import math
 import pytest
 
 from ragcourt.metrics.elements import (
+    SPLIT,
+    element_attribution,
     element_coverage,
     element_outcome,
     element_status,
@@ -14,9 +16,11 @@ from ragcourt.metrics.elements import (
     noise_band,
     run_to_run_noise,
     sample_elements,
+    split_attribution,
     status_shares,
+    verdict_value,
 )
-from ragcourt.schema import Element, ElementStatus
+from ragcourt.schema import Element, ElementStatus, ElementVerdict
 
 T, F, U = True, False, None
 S = ElementStatus
@@ -110,6 +114,97 @@ def test_run_level_shares_without_decided_or_gaps():
     all_answered = status_shares([S.ANSWERED, S.ANSWERED])
     assert all_answered.shares[S.ANSWERED].value == 1.0
     assert all_answered.gap_shares[S.DOCUMENT_GAP].value is None
+
+
+# --------------------------------------------------------------------------- judges split (seed 003: averaged)
+
+H = SPLIT  # the two judges split 1-1: their average, 0.5
+
+
+@pytest.mark.parametrize(
+    ("in_context", "in_loose", "in_answer", "attribution"),
+    [
+        # split on "in the answer", unanimous "in context": half answered, half generation gap
+        (T, U, H, {S.ANSWERED: 0.5, S.GENERATION_GAP: 0.5}),
+        # unanimous miss in the answer, split on the context, unanimous loose yes: half generation, half retrieval
+        (H, T, F, {S.GENERATION_GAP: 0.5, S.RETRIEVAL_GAP: 0.5}),
+        # split on both contexts: (1-0)*0.5 generation; 0.5*0.5 retrieval; 0.5*0.5 document
+        (H, H, F, {S.GENERATION_GAP: 0.5, S.RETRIEVAL_GAP: 0.25, S.DOCUMENT_GAP: 0.25}),
+        # split everywhere: a = 0.5; 0.5*0.5 generation; 0.5*0.5*0.5 retrieval and document
+        (H, H, H, {S.ANSWERED: 0.5, S.GENERATION_GAP: 0.25, S.RETRIEVAL_GAP: 0.125, S.DOCUMENT_GAP: 0.125}),
+        (F, F, H, {S.ANSWERED: 0.5, S.DOCUMENT_GAP: 0.5}),
+        # a split that no rule reaches changes nothing: the answer states it unanimously
+        (H, H, T, {S.ANSWERED: 1.0}),
+        (T, H, F, {S.GENERATION_GAP: 1.0}),  # found in the normal context: the loose split is not needed
+        # a missing verdict where mass is left to place: the whole element is undecided
+        (U, U, H, None),
+        (H, U, F, None),  # half not in the normal context and no loose run
+        (F, U, H, None),
+    ],
+)
+def test_a_split_verdict_shares_the_element_out_as_the_judges_average(in_context, in_loose, in_answer,
+                                                                      attribution):
+    assert element_attribution(in_context, in_loose, in_answer) == attribution
+    found = element_status(in_context, in_loose, in_answer)
+    if attribution is None:
+        assert found is S.UNDECIDED
+    elif len(attribution) == 1:
+        assert found is next(iter(attribution))
+    else:
+        assert found is S.JUDGES_SPLIT
+        assert sum(attribution.values()) == 1.0
+
+
+def test_the_outcome_marks_split_verdicts_and_keeps_the_attribution_of_a_split_element():
+    element = Element(id="e1", text="limit is 5 million", index=0)
+    outcome = element_outcome(element, T, U, H)
+    assert (outcome.in_context, outcome.in_loose_context, outcome.in_answer) == (True, None, None)
+    assert (outcome.status, outcome.split) == (S.JUDGES_SPLIT, (ElementVerdict.IN_ANSWER,))
+    assert outcome.attribution == {S.ANSWERED: 0.5, S.GENERATION_GAP: 0.5}
+    assert [verdict_value(outcome, v) for v in ElementVerdict] == [1.0, None, 0.5]
+    answered = element_outcome(element, H, U, T)  # split on the context only: answered, attribution implied
+    assert (answered.status, answered.split, answered.attribution) == (S.ANSWERED, (ElementVerdict.IN_CONTEXT,), {})
+    with pytest.raises(ValueError, match="in_answer must be 0, 0.5, 1 or None"):
+        element_outcome(element, T, U, 0.7)
+
+
+def test_coverage_counts_a_split_as_half_and_the_seed_fields_list_it():
+    elements = [Element(id=f"e{i}", text=f"fact {i}", index=i) for i in range(4)]
+    outcomes = [element_outcome(elements[0], T, U, T), element_outcome(elements[1], H, U, F),
+                element_outcome(elements[2], F, U, F), element_outcome(elements[3], U, U, F)]
+    coverage = element_coverage(outcomes)  # (1 + 0.5 + 0) / 3 decided; e3 unscored
+    assert (coverage.value, coverage.n, coverage.n_unscored) == (pytest.approx(0.5), 3, 1)
+    summary = sample_elements(outcomes)
+    assert summary.covered_elements == ("fact 0",)
+    assert summary.judges_split == ("fact 1",)
+    assert needs_loose(coverage.value)  # 0.5 < 0.6
+
+
+def test_run_level_shares_add_the_split_elements_fractions():
+    c = Element(id="c", text="c", index=0)
+    outcomes = [
+        element_outcome(c, T, U, T),  # answered
+        element_outcome(c, T, U, F),  # generation gap
+        element_outcome(c, F, F, F),  # document gap
+        element_outcome(c, T, U, H),  # split: 0.5 answered, 0.5 generation
+        element_outcome(c, H, T, F),  # split: 0.5 generation, 0.5 retrieval
+        element_outcome(c, U, U, U),  # undecided
+    ]
+    split = split_attribution(outcomes)
+    assert split == {S.ANSWERED: 0.5, S.GENERATION_GAP: 1.0, S.RETRIEVAL_GAP: 0.5}
+    result = status_shares((o.status for o in outcomes), split)
+    assert (result.n_decided, result.n_undecided, result.n_split) == (5, 1, 2)
+    assert result.counts[S.JUDGES_SPLIT] == 2
+    assert result.weights == {S.ANSWERED: 1.5, S.GENERATION_GAP: 2.0, S.RETRIEVAL_GAP: 0.5, S.DOCUMENT_GAP: 1.0}
+    assert result.shares[S.ANSWERED].value == pytest.approx(1.5 / 5)
+    assert S.JUDGES_SPLIT not in result.shares
+    # gaps: 2.0 + 0.5 + 1.0 = 3.5 elements' worth, from 2 whole gaps and 2 split elements
+    assert result.gap_shares[S.GENERATION_GAP].value == pytest.approx(2.0 / 3.5)
+    assert result.gap_shares[S.RETRIEVAL_GAP].value == pytest.approx(0.5 / 3.5)
+    assert result.gap_shares[S.DOCUMENT_GAP].value == pytest.approx(1.0 / 3.5)
+    assert result.gap_shares[S.DOCUMENT_GAP].n == 4
+    with pytest.raises(ValueError, match="need their attribution"):
+        status_shares(o.status for o in outcomes)
 
 
 # --------------------------------------------------------------------------- pointer elements

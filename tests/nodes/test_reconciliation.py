@@ -81,10 +81,48 @@ def test_majority_within_the_agreement_bound_does_not_escalate() -> None:
 
 
 @pytest.mark.parametrize(("first", "second"), [(Label.NO, Label.YES), (Label.YES, Label.NO)])
-def test_tie_takes_the_first_judges_label_provisionally_and_escalates(first: Label, second: Label) -> None:
+def test_a_tie_is_split_with_no_label_whichever_judge_is_listed_first(first: Label, second: Label) -> None:
+    """Seed 003 averages the two judges: a 1-1 split has no majority label (it used to be the first judge's),
+    counts 0.5 and goes to review."""
     decided = reconcile_check(RUN, CHECK, [said("a", first), said("b", second)], CONFIG)
-    assert (decided.label, decided.agreement, decided.escalated, decided.provisional) == (first, 0.5, True, True)
+    assert (decided.label, decided.split, decided.yes_value) == (None, True, 0.5)
+    assert (decided.agreement, decided.escalated, decided.provisional) == (0.5, True, True)
+    assert decided.escalation_reason == "judges split (no 1, yes 1)"
     assert decided.probabilities == pytest.approx({Label.YES: 0.5, Label.NO: 0.5})
+    assert not decided.decided
+
+
+def test_a_split_keeps_the_judges_mean_probabilities_and_is_the_same_record_in_either_order() -> None:
+    lexical = said("lexical", Label.YES, probabilities={Label.YES: 0.7, Label.NO: 0.3})
+    semantic = said("semantic", Label.NO, probabilities={Label.YES: 0.4, Label.NO: 0.6})
+    forward = reconcile_check(RUN, CHECK, [lexical, semantic], CONFIG)
+    backward = reconcile_check(RUN, CHECK, [semantic, lexical], CONFIG)
+    assert forward == backward
+    assert (forward.label, forward.split, forward.method) == (None, True, ReconcileMethod.MEAN_PROBABILITY)
+    assert forward.probabilities == pytest.approx({Label.YES: 0.55, Label.NO: 0.45})  # kept, not the decider
+
+
+def test_a_split_escalates_even_when_the_agreement_bound_would_let_it_pass() -> None:
+    decided = reconcile_check(RUN, CHECK, [said("a", Label.YES), said("b", Label.NO)],
+                              EvalConfig(escalate_below_agreement=0.5))
+    assert (decided.label, decided.split, decided.escalated, decided.provisional) == (None, True, True, True)
+
+
+def test_a_two_two_split_of_four_judges_is_split_and_a_two_one_majority_is_not() -> None:
+    four = [said("a", Label.YES), said("b", Label.NO), said("c", Label.NO), said("d", Label.YES)]
+    assert (reconcile_check(RUN, CHECK, four, CONFIG).split, reconcile_check(RUN, CHECK, four, CONFIG).label) == (
+        True, None)
+    three = reconcile_check(RUN, CHECK, four[:3], CONFIG)
+    assert (three.label, three.split, three.yes_value) == (Label.NO, False, 0.0)
+
+
+def test_a_pairwise_split_is_a_tie_in_either_order() -> None:
+    pair = Check(kind=CheckKind.PAIRWISE, sample_id="s1", condition=NORMAL, subject_id="a", subject_text="Ada.",
+                 target_id="b", target_text="Bob.", question="Who?")
+    votes = [said("a", Label.A, check=pair), said("b", Label.B, check=pair)]
+    forward = reconcile_check(RUN, pair, votes, CONFIG)
+    assert forward == reconcile_check(RUN, pair, votes[::-1], CONFIG)
+    assert (forward.label, forward.split, forward.escalated, forward.yes_value) == (Label.TIE, True, True, None)
 
 
 def test_unscored_verdicts_are_excluded_and_counted() -> None:
@@ -93,9 +131,9 @@ def test_unscored_verdicts_are_excluded_and_counted() -> None:
     assert (decided.label, decided.agreement, decided.n_scored, decided.n_unscored) == (Label.YES, 1.0, 2, 1)
     assert (decided.escalated, decided.provisional) == (False, False)
     assert decided.probabilities == {Label.YES: 1.0}
-    # An unscored first judge does not break a tie: the first *scored* judge does.
+    # An unscored judge does not break a tie of the scored ones: they split (the first scored one used to decide).
     tie = reconcile_check(RUN, CHECK, [unscored("a"), said("b", Label.NO), said("c", Label.YES)], CONFIG)
-    assert (tie.label, tie.n_scored, tie.n_unscored, tie.provisional) == (Label.NO, 2, 1, True)
+    assert (tie.label, tie.split, tie.n_scored, tie.n_unscored, tie.provisional) == (None, True, 2, 1, True)
 
 
 def test_no_scored_verdict_escalates_with_no_label() -> None:
@@ -152,7 +190,8 @@ def test_a_review_overrides_the_jury() -> None:
 def test_a_skipped_review_leaves_the_jury_decision_pending() -> None:
     tie = [said("a", Label.NO), said("b", Label.YES)]
     decided = reconcile_check(RUN, CHECK, tie, CONFIG, review(ReviewAction.SKIP))
-    assert (decided.label, decided.method, decided.provisional) == (Label.NO, ReconcileMethod.MAJORITY, True)
+    assert (decided.label, decided.split, decided.method, decided.provisional) == (
+        None, True, ReconcileMethod.MAJORITY, True)
 
 
 # --------------------------------------------------------------------------- coverage and route
@@ -173,6 +212,11 @@ def test_normal_coverage_counts_decided_normal_context_checks_only() -> None:
                  loose.id: reconciled(loose, Label.YES), answer.id: reconciled(answer, Label.YES)}
     assert normal_coverage(state, decisions) == 0.5  # e1 yes, e2 no; e3 undecided, loose/answer not counted
     assert normal_coverage(state, {e3.id: reconciled(e3, None)}) is None
+    # e3 split by the judges counts 0.5: (1 + 0 + 0.5) / 3
+    split = Reconciled(run_id=RUN, check_id=e3.id, kind=e3.kind, sample_id="s1", method=ReconcileMethod.MAJORITY,
+                       n_scored=2, n_unscored=0, split=True, escalated=True, provisional=True)
+    assert normal_coverage(state, {**decisions, e3.id: split}) == pytest.approx(0.5)
+    assert normal_coverage(state, {e1.id: decisions[e1.id], e3.id: split}) == pytest.approx(0.75)
 
 
 def runtime(review_mode: ReviewMode) -> Runtime:

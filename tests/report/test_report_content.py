@@ -7,6 +7,7 @@ from html import unescape
 
 import pandas as pd
 
+from ragcourt.metrics.elements import element_outcome
 from ragcourt.report.data import collect, judge_usage
 from ragcourt.report.export import export_tables, report_tables
 from ragcourt.report.html import render_report
@@ -17,6 +18,7 @@ from ragcourt.schema import (
     Answer,
     Check,
     CheckKind,
+    Element,
     ElementOutcome,
     ElementStatus,
     Label,
@@ -65,7 +67,7 @@ def test_svg_labels_are_escaped_and_missing_values_are_not_zero():
 def _store(tmp_path) -> RecordStore:
     store = RecordStore(tmp_path / "store.sqlite")
     store.put(RunInfo(run_id="r", dataset="d", system="sys", config={"judges": [{"model": "lexical"},
-                                                                               {"model": "gpt-x"}]}))
+                                                                               {"model": "gpt-x", "id": "gpt"}]}))
     store.put_samples("r", [Sample(id="s1", question=f"Q {PAYLOAD}", reference_answer="Paris")])
     store.put(Answer(run_id="r", sample_id="s1", condition=NORMAL, text=f"A {PAYLOAD}"))
     check = Check(kind=CheckKind.ELEMENT_IN_ANSWER, sample_id="s1", condition=NORMAL, subject_id="e1",
@@ -146,8 +148,33 @@ def test_cube_and_cuer_sections_show_their_table_or_say_why_not(tmp_path):
     finally:
         store.close()
     assert cube.tables == () and cube.notes[0].startswith("n/a: no closed_book answers")
-    (table,) = cuer.tables
+    table, conditions = cuer.tables  # the effects, then (issue 19 item 3) grounding / CE / trace per condition
     assert table.frame[["perturbation", "chunk", "d_f1", "rows"]].values.tolist() == [
         ["remove", "gold", -0.5, 1], ["remove", "non-gold", 0.25, 1]]
+    assert conditions.frame[["perturbation", "chunk", "trace", "rows"]].values.tolist() == [
+        ["normal", "none perturbed", "none", 1], ["remove", "gold", "reported", 1],
+        ["remove", "non-gold", "reported", 1]]
+    assert conditions.frame.trace_divergence.fillna(-1).tolist() == [-1, 1.0, 0.0]  # normal: n/a (NaN)
     chart = str(cuer.charts[0])
     assert chart.startswith("<svg") and "T &lt;x&gt;" in chart and "T <x>" not in chart
+
+
+def test_a_judges_split_shows_as_such_in_the_drill_down_and_the_gap_chart(tmp_path):
+    """A 1-1 split has no label: the check's decision reads "judges split", so does the element's verdict, and
+    the gap chart counts the split element's fractions (half answered, half generation gap)."""
+    store = _store(tmp_path)
+    try:
+        check = store.checks_for("r")[0]
+        store.put(Reconciled(run_id="r", check_id=check.id, kind=check.kind, sample_id="s1",
+                             method=ReconcileMethod.MAJORITY, agreement=0.5, n_scored=2, n_unscored=0, split=True,
+                             escalated=True, provisional=True, escalation_reason="judges split (no 1, yes 1)"))
+        split = element_outcome(Element(id="e1", text="Paris", index=0), True, None, 0.5)
+        (diagnostics,) = store.get_diagnostics("r", "s1")
+        store.put(diagnostics.model_copy(update={"elements": (split,)}))
+        data = collect(store, "r")
+        html = render_report(data, method_sections(store, data), nonce="N0NCE")
+    finally:
+        store.close()
+    assert html.count("judges split") >= 2  # the element's in-answer verdict and the check's decision
+    assert "n=0.5 decided elements missing from the answer (of 1 elements)" in unescape(html)
+    assert "judges split on 1 elements" in unescape(html)

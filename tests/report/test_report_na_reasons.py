@@ -133,7 +133,7 @@ def _page(tmp_path, build, run_id: str):
         config = data.config
         inputs = cube_inputs(store, run_id, config)
         report = cube_of_inputs(inputs, config)
-        retrieved = cube_retrieved_only_noted(inputs, config.top_k)
+        retrieved = cube_retrieved_only_noted(inputs)
     finally:
         store.close()
     return {"sections": sections, "html": html, "charts": charts, "report": report, "inputs": inputs,
@@ -173,12 +173,13 @@ def _texts(svg: str) -> list[str]:
 
 
 RANK_SCORE_IS = ("rank score = top_n + 2 - rank of the gold document in the normal retrieval, 0 when it was not "
-                 "retrieved; top_n is the config's top_k")
+                 "retrieved; top_n is the run's TOP-N: the config's top_k, or the most chunks the system returned "
+                 "when it returned more")
 WEIGHTS = (f"the dimension weights are n/a: no dimension correlates with the rank score ({RANK_SCORE_IS}): relevance, "
            "quality: a correlation needs variation: the rank score is constant (the same for all 4 samples); "
            "automatic weights are undefined, so give every dimension a fixed numeric weight (weight: 1 in the "
            "config's dimensions weighs them equally). In this run every sample's gold document was at rank 1 of "
-           "top_k 5: the rank score is 6 for all 4 samples, so nothing can correlate with it.")
+           "TOP-N 5: the rank score is 6 for all 4 samples, so nothing can correlate with it.")
 RULES = ("rule-based judges score every dimension as 10 x token F1 against the reference: the dimensions and the "
          "judges cannot differ; use LLM judges for CuBE")
 
@@ -191,8 +192,9 @@ def test_every_cube_na_cell_points_to_a_reason_that_says_what_to_do(rules):
     assert "na_reason" not in header
     assert [row[:5] for row in rows] == [["lexical", "0.765", "0.765", "n/a [1]", "n/a [1]"],
                                          ["semantic", "0.765", "0.765", "n/a [1]", "n/a [1]"]]
-    assert notes[1] == ("lexical: wgt_score, cube_score, weighted_total closed_book, weighted_total rag, weighted_total "
-                        "oracle; semantic: wgt_score, cube_score, weighted_total closed_book, weighted_total rag, "
+    assert notes[1] == ("lexical: wgt_score, cube_score, wgt_score_all, cube_score_all, weighted_total closed_book, "
+                        "weighted_total rag, weighted_total oracle; semantic: wgt_score, cube_score, wgt_score_all, "
+                        "cube_score_all, weighted_total closed_book, weighted_total rag, "
                         f"weighted_total oracle n/a: {WEIGHTS}")
     _, rows = _table(page, "Weighted totals per answer set")
     assert {row[2] for row in rows} == {"n/a [1]"} and len(rows) == 6
@@ -206,12 +208,12 @@ def test_every_cube_na_cell_points_to_a_reason_that_says_what_to_do(rules):
     # the notes of Table 4 and of the bounds, numbered together, say the same outside the page: each reason once
     report, inputs = rules["report"], rules["inputs"]
     na = NaNotes()
-    cube_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_k=5)
-    cube_bounds_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_k=5)
+    cube_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_n=5)
+    cube_bounds_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_n=5)
     assert na.entries()[0] == (
-        "lexical: wgt_score, cube_score, weighted_total closed_book, weighted_total rag, weighted_total oracle; "
-        f"semantic: wgt_score, cube_score, weighted_total closed_book, weighted_total rag, weighted_total oracle n/a: "
-        f"{WEIGHTS}")
+        "lexical: wgt_score, cube_score, wgt_score_all, cube_score_all, weighted_total closed_book, weighted_total rag, "
+        "weighted_total oracle; semantic: wgt_score, cube_score, wgt_score_all, cube_score_all, weighted_total "
+        f"closed_book, weighted_total rag, weighted_total oracle n/a: {WEIGHTS}")
 
 
 def test_the_bounds_chart_numbers_its_na_figures_with_the_section_notes(rules):
@@ -221,7 +223,8 @@ def test_the_bounds_chart_numbers_its_na_figures_with_the_section_notes(rules):
     assert "n/a [k]: the reason is note k below the chart" in texts
     # the chart written to the run directory lists its own notes (wrapped), the rule-based warning on top
     own = " ".join(t.strip() for t in _texts(rules["charts"][CUBE_CHART]))
-    assert "[1] lexical: wgt_score, cube_score; semantic: wgt_score, cube_score n/a: the dimension weights are n/a" in own
+    assert ("[1] lexical: wgt_score, cube_score, wgt_score_all, cube_score_all; semantic: wgt_score, cube_score, "
+            "wgt_score_all, cube_score_all n/a: the dimension weights are n/a") in own
     assert "give every dimension a fixed numeric weight (weight: 1 in the config's dimensions weighs them equally)" in own
     assert RULES in own
 
@@ -258,10 +261,11 @@ def test_the_retrieved_only_analysis_is_on_the_page_with_its_reasons(rules, fixe
                         "questions (whose gold document the retrieval finds)")
     assert notes[2].endswith("sd_retrieved n/a: an sd needs at least 2 samples; 1 sample whose gold document was "
                              "retrieved has a score (run more questions)")
-    # fixed weights: Table 4 has every figure, no note points there
+    # fixed weights: Table 4 has every figure, no note points there. Seed 000's reading (the default) averages the
+    # RAG scores of the retrieved case s1 (8 -> 0.8, x R@k 1/3); the all-samples reading (8, 3, 5) -> 0.533, 0.178.
     _, rows = _table(page, "CuBE (seed 000, Table 4)")
-    assert [row[:5] for row in rows] == [["j1", "0.533", "0.533", "0.533", "0.178"],
-                                         ["j2", "0.533", "0.533", "0.533", "0.178"]]
+    assert [row[:7] for row in rows] == [["j1", "0.800", "0.800", "0.800", "0.267", "0.533", "0.178"],
+                                         ["j2", "0.800", "0.800", "0.800", "0.267", "0.533", "0.178"]]
     assert "weights: fixed, from the config's dimensions" in unescape(page)
     # the terminal's table: "n/a [k]" cells and the numbered reasons
     terminal = fixed["retrieved"]

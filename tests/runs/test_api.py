@@ -26,6 +26,7 @@ from langchain_openai import ChatOpenAI
 
 import ragcourt
 from ragcourt.runs import background_loop
+from ragcourt.runs.runner import SamplesChangedError
 from ragcourt.schema import Chunk, Sample, SampleStatus
 from ragcourt.schema.config import Batching, JudgeSpec
 from ragcourt.systems import Precomputed
@@ -290,3 +291,40 @@ def test_reference_system_opens_the_workspace_collection(tmp_path) -> None:
     finally:
         records.close()
     assert answers == {"acme": "Ada Lovelace founded Acme.", "kettle": "The kettle has a two-year warranty."}
+
+
+def test_an_edited_sample_is_evaluated_afresh_and_an_explicit_run_id_over_it_is_refused(tmp_path) -> None:
+    """Issue 20, item 1, through the Python API: after an edit of a sample's answer and contexts the same call is
+    a new run (the derived run id covers the contents) whose figures are the new text's; the old run keeps its own;
+    run_id= of the old run over the edited sample raises SamplesChangedError naming it, and writes nothing."""
+    first = ragcourt.evaluate(PRECOMPUTED, Precomputed(), home=tmp_path)
+    # acme: sub-query "Who founded Acme?" -> chunk acme-doc only: r = [1, 0], C-Prec@2 = 1/2; claim = element =
+    # "Ada Lovelace founded Acme.", in the answer and in acme-doc: Verifiableness 1, coverage 1
+    acme = next(d for d in first.diagnostics if d.sample_id == "acme")
+    assert (acme.metric("c_prec").value, acme.metric("verifiableness").value) == (0.5, 1.0)
+    old_figures = {d.sample_id: d.metrics for d in first.diagnostics}
+
+    edited = [PRECOMPUTED[0].model_copy(update={"contexts": (CORPUS[1],), "answer": "Bananas are yellow."}),
+              PRECOMPUTED[1]]
+    again = ragcourt.evaluate(edited, Precomputed(), home=tmp_path)
+    assert again.run_id != first.run_id
+    acme_now = next(d for d in again.diagnostics if d.sample_id == "acme")
+    # the only chunk (the kettle's) covers no sub-query and holds neither the claim "Bananas are yellow." nor the
+    # element: C-Prec = 0, Verifiableness 0, element coverage 0
+    assert [acme_now.metric(name).value for name in ("c_prec", "verifiableness", "element_coverage")] == [0, 0, 0]
+    records = ragcourt.Workspace(tmp_path).open_store()
+    try:
+        assert {d.sample_id: d.metrics for d in records.get_diagnostics(first.run_id)} == old_figures
+        assert {s.id: s.answer for s in records.get_samples(first.run_id)}["acme"] == "Ada Lovelace founded Acme."
+    finally:
+        records.close()
+
+    with pytest.raises(SamplesChangedError, match=r"of 1 of these samples \(acme\)") as refused:
+        ragcourt.evaluate(edited, Precomputed(), home=tmp_path, run_id=first.run_id)
+    assert refused.value.sample_ids == ("acme",) and f"rerun --changed {first.run_id}" in str(refused.value)
+    records = ragcourt.Workspace(tmp_path).open_store()
+    try:
+        assert {d.sample_id: d.metrics for d in records.get_diagnostics(first.run_id)} == old_figures
+        assert {s.id: s.answer for s in records.get_samples(first.run_id)}["acme"] == "Ada Lovelace founded Acme."
+    finally:
+        records.close()

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.runs.element_lists import export_lines, import_lines
 from ragcourt.runs.models import Models
 from ragcourt.runs.models import eval_context as _context
 from ragcourt.runs.rerun import copy_rows
 from ragcourt.runs.rescore import arescore_run
-from ragcourt.runs.runner import DIAGNOSTICS_FILE, Runner
+from ragcourt.runs.runner import DIAGNOSTICS_FILE, Runner, SamplesChangedError
 from ragcourt.schema import Chunk, DecompositionKind, ElementStatus, Sample, SampleStatus
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
@@ -97,13 +98,18 @@ async def test_a_resumed_run_keeps_the_splits_its_finished_samples_used(store, t
 
 
 async def test_a_pin_of_another_text_is_replaced_by_the_split_used(store, tmp_path):
-    """Killed after pinning, resumed after the dataset's reference was fixed: the sample runs with the new
-    text's split, and that one must be pinned, or a later element edit would reach the finished run."""
+    """Killed after pinning, then the sample evaluated again under its id with the reference fixed: it runs with
+    the new text's split, and that one must be pinned, or a later element edit would reach the finished run.
+    The runner itself refuses a run over an edited dataset (issue 20); the live evaluator stores each request's
+    sample under its id and evaluates it (`evaluate_one`), which is the path left to such a sample."""
     await _evaluate(store, tmp_path, "base")
     fixed = WARRANTY.model_copy(update={"reference_answer": "The warranty lasts three years."})
     context = _context(CONFIG, Precomputed(), store, Models(CONFIG, store), None, None)
     runner = Runner(context, "base", tmp_path / "runs" / "base")
     store.put(store.get_diagnostics("base", "w1")[0].model_copy(update={"status": SampleStatus.FAILED}))
-    [d async for d in runner.astream([fixed, OTHER])]
+    with pytest.raises(SamplesChangedError, match=r"of 1 of these samples \(w1\)"):
+        [d async for d in runner.astream([fixed, OTHER])]
+    store.put_samples("base", [fixed])
+    await runner.evaluate_one(build_sample_graph(), fixed)
     pinned = {p.kind: p for p in store.pinned_splits("base", "w1")}
     assert pinned[DecompositionKind.ELEMENTS].items == ("The warranty lasts three years.",)

@@ -7,12 +7,15 @@ escalation is claim_supported("Acme sells rockets.", "Bananas are yellow."): jud
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,7 @@ from graph_fixtures import (
     JUDGE_A,
     JUDGE_B,
     NEEDLES_A,
+    NEEDLES_B,
     S1,
     S3,
     SAMPLES,
@@ -40,15 +44,17 @@ from graph_fixtures import (
 
 from ragcourt.analysis.summary import summarize
 from ragcourt.runs.rescore import ReplaySystem, arescore_run
-from ragcourt.runs.runner import DIAGNOSTICS_FILE, RunLockedError, Runner
+from ragcourt.runs.runner import DIAGNOSTICS_FILE, ResumePlan, RunLockedError, Runner, SamplesChangedError
 from ragcourt.schema import (
     CheckKind,
+    DecompositionKind,
     Label,
     ReconcileMethod,
     Review,
     ReviewAction,
     SampleStatus,
     UnscoredReason,
+    Verdict,
     VerdictStatus,
 )
 from ragcourt.schema.config import ReviewMode
@@ -138,8 +144,9 @@ async def test_deferred_review_then_rescore_makes_no_judge_or_system_call(
     run_dir = tmp_path / "runs" / "run-d"
     runner = Runner(make_context(store, fixture_config(judge_ids), judges, system), "run-d", run_dir)
     first = {d.sample_id: d for d in await collect(runner, SAMPLES.values())}
-    assert first["s1"].unsupported_claims == ("Acme sells rockets.",)
-    assert values(first["s1"])["verifiableness"] == pytest.approx(2 / 3)
+    # the judges split on A3's one check: A3 waits for a person (it was unsupported, 2/3, on the first judge's no)
+    assert first["s1"].unsupported_claims == ()
+    assert values(first["s1"])["verifiableness"] == 1.0 and first["s1"].metric("verifiableness").n_unscored == 1
 
     check_id = escalated_check(store, "run-d")
     assert first["s1"].escalations == (check_id,)
@@ -186,9 +193,9 @@ async def test_inline_review_interrupts_and_a_new_process_resumes(store: RecordS
     (item,) = payload
     check_id = escalated_check(store, "run-i")
     assert item["check"]["id"] == check_id
-    assert item["provisional_label"] == Label.NO
+    assert item["provisional_label"] is None  # a 1-1 split has no label (it was the first judge's "no")
     assert {v["judge_id"]: v["label"] for v in item["verdicts"]} == {JUDGE_A: "no", JUDGE_B: "yes"}
-    assert "disagree" in item["reason"]
+    assert "judges split" in item["reason"]
     assert await runner.pending_interrupts(S3) == []
 
     script = DATA / "resume_inline.py"
@@ -300,7 +307,7 @@ async def test_a_failing_system_fails_only_its_sample_and_a_rerun_asks_it_again(
         "s1": SampleStatus.OK, "s2": SampleStatus.FAILED, "s3": SampleStatus.FAILED}
     assert by_id["s2"].error == "retrieval failed: RuntimeError: index offline for s2"
     assert by_id["s3"].error == "RuntimeError: generator crashed on s3"
-    assert values(by_id["s1"])["verifiableness"] == pytest.approx(2 / 3)
+    assert values(by_id["s1"])["verifiableness"] == 1.0  # A3 split and left out (it was 2/3 on the first judge)
     summary = summarize(store, "run-f")
     assert (summary.n_samples, summary.n_failed) == (3, 2)
     assert dict(summary.failures) == {"s2": by_id["s2"].error, "s3": by_id["s3"].error}
@@ -351,3 +358,173 @@ async def test_a_judge_failing_every_call_leaves_its_verdicts_unscored_and_the_r
     assert (summary.n_escalated, summary.n_pending, summary.n_failed) == (0, 0, 0)
     reconciled = store.get_reconciled("run-j")
     assert {(r.n_scored, r.n_unscored) for r in reconciled} == {(1, 1)}
+
+
+# --------------------------------------------------------------------------- transient failures, edited samples
+
+
+@dataclass
+class FlakyJudge:
+    """Judge B (NEEDLES_B), but raising `error` for every batch of a sample in `failing`; logs the checks it
+    was asked about."""
+
+    error: BaseException
+    failing: set[str]
+    inner: NeedleJudge = field(default_factory=lambda: NeedleJudge(JUDGE_B, NEEDLES_B))
+    asked: list[str] = field(default_factory=list)
+    judge_id: str = JUDGE_B
+
+    async def judge(self, kind: CheckKind, checks) -> list:
+        self.asked.extend(c.id for c in checks)
+        if {c.sample_id for c in checks} & self.failing:
+            raise self.error
+        return await self.inner.judge(kind, checks)
+
+
+@dataclass
+class UnparsedJudge:
+    """Judge B giving up on s2 for a lasting reason (its output never validated): unscored, parse_failure."""
+
+    inner: NeedleJudge = field(default_factory=lambda: NeedleJudge(JUDGE_B, NEEDLES_B))
+    asked: list[str] = field(default_factory=list)
+    judge_id: str = JUDGE_B
+
+    async def judge(self, kind: CheckKind, checks) -> list:
+        self.asked.extend(c.id for c in checks)
+        if any(c.sample_id == "s2" for c in checks):
+            return [Verdict.unscored(c.id, JUDGE_B, UnscoredReason.PARSE_FAILURE, "no JSON") for c in checks]
+        return await self.inner.judge(kind, checks)
+
+
+async def plan_and_collect(runner: Runner, samples) -> tuple[list[ResumePlan], list]:
+    plans: list[ResumePlan] = []
+    streamed = [d async for d in runner.astream(list(samples), on_start=plans.append)]
+    return plans, streamed
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    (RuntimeError("judge-b is down"), UnscoredReason.ERROR),
+    (TimeoutError("judge-b did not answer in time"), UnscoredReason.TIMEOUT),
+])
+async def test_the_same_run_again_asks_only_the_transient_unscored_verdicts_again(
+    store: RecordStore, tmp_path: Path, error: Exception, reason: UnscoredReason
+) -> None:
+    """docs/RELIABILITY.md: a run with the same id asks transient ones again. s2's batches failed at judge B
+    (every one of its 15 checks unscored); the same run again re-opens s2 alone, asks judge B exactly those 15
+    checks, asks judge A and the system nothing, and ends with the figures of a run that never failed."""
+    flaky = FlakyJudge(error, failing={"s2"})
+    judge_a, system = NeedleJudge(JUDGE_A, NEEDLES_A), fixture_system()
+    runner = Runner(make_context(store, fixture_config(), [judge_a, flaky], system), "run-t", tmp_path / "run-t")
+    plans, first = await plan_and_collect(runner, SAMPLES.values())
+    assert plans == [ResumePlan()]
+    assert {d.sample_id: d.n_unscored for d in first} == {"s1": 0, "s2": N_CHECKS["s2"], "s3": 0}
+    unscored = {v.check_id for v in store.get_verdicts([c.id for c in store.checks_for("run-t", "s2")], JUDGE_B)
+                if (v.status, v.unscored_reason) == (VerdictStatus.UNSCORED, reason)}
+    assert len(unscored) == N_CHECKS["s2"]
+
+    flaky.failing.clear()  # the endpoint is back
+    flaky.asked.clear()
+    calls = (len(system.calls), len(judge_a.calls))
+    plans, again = await plan_and_collect(runner, SAMPLES.values())
+    assert plans == [ResumePlan(stored=("s1", "s3"), reopened=("s2",))]
+    assert [d.sample_id for d in again] == ["s1", "s3", "s2"]  # the stored ones first, then the re-opened one
+    assert sorted(flaky.asked) == sorted(unscored)  # only those verdicts were asked again, each once
+    assert (len(system.calls), len(judge_a.calls)) == calls
+
+    with RecordStore(tmp_path / "clean.sqlite") as clean_store:
+        clean = Runner(make_context(clean_store, fixture_config(), fixture_judges(), fixture_system()), "run-t",
+                       tmp_path / "clean")
+        expected = {d.sample_id: d for d in await collect(clean, SAMPLES.values())}
+    assert {d.sample_id: (values(d), d.n_unscored, d.escalations) for d in again} == {
+        k: (values(d), d.n_unscored, d.escalations) for k, d in expected.items()}
+    summary = summarize(store, "run-t")
+    assert (summary.n_samples, summary.n_checks, summary.n_verdicts, summary.n_unscored, summary.n_escalated) == (
+        3, 61, 122, 0, 1)
+    lines = (tmp_path / "run-t" / DIAGNOSTICS_FILE).read_text().splitlines()
+    assert sorted(json.loads(line)["sample_id"] for line in lines) == ["s1", "s2", "s3"]  # each once, as it is now
+    assert json.loads(lines[-1])["n_unscored"] == 0
+
+    flaky.asked.clear()  # nothing transient is left: a third run asks nobody anything
+    plans, third = await plan_and_collect(runner, SAMPLES.values())
+    assert plans == [ResumePlan(stored=("s1", "s2", "s3"))] and flaky.asked == []
+
+
+async def test_lasting_unscored_verdicts_are_kept_and_not_asked_again(store: RecordStore, tmp_path: Path) -> None:
+    judge_b = UnparsedJudge()
+    judges = [NeedleJudge(JUDGE_A, NEEDLES_A), judge_b]
+    runner = Runner(make_context(store, fixture_config(), judges, fixture_system()), "run-p", tmp_path / "run-p")
+    await collect(runner, SAMPLES.values())
+    asked = len(judge_b.asked)
+    plans, again = await plan_and_collect(runner, SAMPLES.values())
+    assert plans == [ResumePlan(stored=("s1", "s2", "s3"))]
+    assert len(judge_b.asked) == asked
+    assert {d.sample_id: d.n_unscored for d in again} == {"s1": 0, "s2": N_CHECKS["s2"], "s3": 0}
+
+
+async def test_a_finished_sample_whose_split_failed_is_reopened(store: RecordStore, tmp_path: Path) -> None:
+    """A split is pinned to the run when it is scored; a failed one leaves no record but the missing pin."""
+    runner = Runner(make_context(store, fixture_config(), fixture_judges(), fixture_system()), "run-s",
+                    tmp_path / "run-s")
+    await collect(runner, SAMPLES.values())
+    with contextlib.closing(sqlite3.connect(store.path)) as conn, conn:  # as if s3's element split had failed
+        conn.execute("DELETE FROM run_splits WHERE run_id = 'run-s' AND sample_id = 's3' AND kind = 'elements'")
+    plans, again = await plan_and_collect(runner, SAMPLES.values())
+    assert plans == [ResumePlan(stored=("s1", "s2"), reopened=("s3",))]
+    assert {p.kind for p in store.pinned_splits("run-s", "s3")} == {
+        DecompositionKind.SUBQUERIES, DecompositionKind.CLAIMS, DecompositionKind.ELEMENTS}
+
+
+async def test_a_run_over_edited_samples_is_refused_naming_them_and_nothing_is_written(
+    store: RecordStore, tmp_path: Path
+) -> None:
+    system, judges = fixture_system(), fixture_judges()
+    runner = Runner(make_context(store, fixture_config(), judges, system), "run-e", tmp_path / "run-e")
+    first = {d.sample_id: d for d in await collect(runner, SAMPLES.values())}
+    calls = (len(system.calls), len(judges[0].calls), len(judges[1].calls))
+    edited = [S1.model_copy(update={"reference_answer": "Acme was founded by Grace Hopper."}), SAMPLES["s2"],
+              S3.model_copy(update={"question": "Who runs Acme now?"})]
+    plans: list[ResumePlan] = []
+    with pytest.raises(SamplesChangedError) as refused:
+        [d async for d in runner.astream(edited, dataset="data.jsonl", on_start=plans.append)]
+    assert refused.value.sample_ids == ("s1", "s3")
+    assert str(refused.value) == (
+        "run run-e evaluated other contents of 2 of these samples (s1, s3): its figures are not theirs. Evaluate "
+        "the changed samples in a new run with `ragcourt rerun --changed run-e --dataset data.jsonl` (the others "
+        "are copied), or give another run id")
+    assert plans == []  # nothing announced, nothing asked, nothing written
+    assert (len(system.calls), len(judges[0].calls), len(judges[1].calls)) == calls
+    assert {s.id: s for s in store.get_samples("run-e")} == SAMPLES
+    assert {d.sample_id: d for d in store.get_diagnostics("run-e")} == first
+    assert not (tmp_path / "run-e" / "run.lock").exists()
+
+
+async def test_a_stream_file_listing_a_sample_twice_is_written_again_once_each(
+    store: RecordStore, tmp_path: Path
+) -> None:
+    """A kill between a re-opened sample's new line and the rewrite at the end leaves it listed twice."""
+    runner = Runner(make_context(store, fixture_config(), fixture_judges(), fixture_system()), "run-w",
+                    tmp_path / "run-w")
+    await collect(runner, SAMPLES.values())
+    stream = tmp_path / "run-w" / DIAGNOSTICS_FILE
+    lines = stream.read_text().splitlines(keepends=True)
+    stream.write_text("".join([*lines, lines[0]]))
+    await collect(runner, SAMPLES.values())
+    listed = [json.loads(line) for line in stream.read_text().splitlines()]
+    assert sorted(d["sample_id"] for d in listed) == ["s1", "s2", "s3"]
+    stored = {d.sample_id: d.model_dump(mode="json") for d in store.get_diagnostics("run-w")}
+    assert all(d == stored[d["sample_id"]] for d in listed)  # each line as the store holds the sample
+
+
+async def test_re_opening_part_of_a_run_keeps_the_other_samples_in_the_stream_file(
+    store: RecordStore, tmp_path: Path
+) -> None:
+    flaky = FlakyJudge(RuntimeError("judge-b is down"), failing={"s2"})
+    context = make_context(store, fixture_config(), [NeedleJudge(JUDGE_A, NEEDLES_A), flaky], fixture_system())
+    runner = Runner(context, "run-u", tmp_path / "run-u")
+    await collect(runner, SAMPLES.values())
+    flaky.failing.clear()
+    plans, again = await plan_and_collect(runner, [SAMPLES["s2"]])  # only s2 given this time (as with --limit)
+    assert plans == [ResumePlan(reopened=("s2",))] and [d.n_unscored for d in again] == [0]
+    listed = [json.loads(line) for line in (tmp_path / "run-u" / DIAGNOSTICS_FILE).read_text().splitlines()]
+    assert sorted(d["sample_id"] for d in listed) == ["s1", "s2", "s3"]
+    assert next(d for d in listed if d["sample_id"] == "s2")["n_unscored"] == 0

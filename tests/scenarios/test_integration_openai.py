@@ -135,7 +135,9 @@ async def test_openai_judges_decomposer_and_answerer_over_http_then_a_rerun_make
     assert diagnostics.unsupported_claims == ()
     assert [(e.text, e.status) for e in diagnostics.elements] == [
         ("Ada Lovelace founded Acme.", ElementStatus.ANSWERED), ("Acme was founded in 1990.", ElementStatus.ANSWERED)]
-    assert (diagnostics.n_checks, diagnostics.n_unscored, diagnostics.escalations) == (18, 0, ())
+    # 17: no claim serves "When was Acme founded?" (each claim links the first sub-query), so its sufficiency on
+    # R(q) is not asked (18 when sufficiency was asked on all claims)
+    assert (diagnostics.n_checks, diagnostics.n_unscored, diagnostics.escalations) == (17, 0, ())
     assert openai_server.count(CHAT_PATH) == 10
     names = sorted(r.schema_name for r in openai_server.chat_requests())
     assert names == sorted(["QueryDecomposition", "ElementList", "GroundedAnswer", "ClaimList",
@@ -144,7 +146,7 @@ async def test_openai_judges_decomposer_and_answerer_over_http_then_a_rerun_make
 
     # every stored verdict says which model and which prompt (by content hash) produced it
     judge_id = f"openai:judge-model@{openai_server.base_url}"
-    assert len(verdicts) == len(checks) == 18
+    assert len(verdicts) == len(checks) == 17
     assert {(v.judge_id, v.model_id, v.status) for v in verdicts} == {(judge_id, judge_id, VerdictStatus.OK)}
     prompt_of = {CheckKind.SUBQUERY_IN_CHUNK: PromptId.JUDGE_SUBQUERY_IN_CHUNK,
                  CheckKind.CLAIM_SUPPORTED: PromptId.JUDGE_CLAIM_SUPPORTED,
@@ -154,7 +156,7 @@ async def test_openai_judges_decomposer_and_answerer_over_http_then_a_rerun_make
         assert verdict.prompt_hash and verdict.raw_output
         if kinds[verdict.check_id] in prompt_of:
             assert verdict.prompt_hash == load_prompt(prompt_of[kinds[verdict.check_id]]).hash
-    assert summary.n_checks == 18 and summary.n_unscored == 0
+    assert summary.n_checks == 17 and summary.n_unscored == 0
 
     # The same work again under a new run id on the same store: frozen decompositions, the LLM cache (answer)
     # and the stored verdicts answer everything.
@@ -167,8 +169,8 @@ async def test_openai_judges_decomposer_and_answerer_over_http_then_a_rerun_make
 async def test_malformed_judge_output_is_unscored_with_its_raw_text_and_counted(tmp_path: Path) -> None:
     def binary_or_garbage(request: ChatRequest) -> dict | str:
         items = shown_ids(request)
-        # the "is this sub-query answered" batch (items Q1, Q2) gets garbage, first try and repair alike
-        return GARBAGE if items and all(i.startswith("Q") for i in items) else binary(request)
+        # the "is this sub-query answered" batch (item Q1, its claims A1, A2) gets garbage, first try and repair
+        return GARBAGE if items and items[0].startswith("Q") else binary(request)
 
     with FakeOpenAIServer(builders={**BUILDERS, "BinaryJudgements": binary_or_garbage}) as server:
         diagnostics, checks, verdicts, summary, _ = await evaluate(tmp_path, config_for(server), "run-bad")
@@ -176,26 +178,26 @@ async def test_malformed_judge_output_is_unscored_with_its_raw_text_and_counted(
 
     assert requests == 10 + 1  # one repair attempt for the malformed batch
     answered = {c.id for c in checks if c.kind is CheckKind.SUBQUERY_ANSWERED}
-    assert len(answered) == 2
+    assert len(answered) == 1  # Q1's R(q); no claim serves Q2, so its sufficiency is not asked (it was 2)
     bad = [v for v in verdicts if v.check_id in answered]
     assert [(v.status, v.unscored_reason, v.label) for v in bad] == [
-        (VerdictStatus.UNSCORED, UnscoredReason.PARSE_FAILURE, None)] * 2
+        (VerdictStatus.UNSCORED, UnscoredReason.PARSE_FAILURE, None)]
     assert {v.raw_output for v in bad} == {GARBAGE}
     assert all(v.detail for v in bad)
     assert all(v.status is VerdictStatus.OK for v in verdicts if v.check_id not in answered)
 
-    # answered = [undecided, undecided]: Q1 covered = yes AND undecided = undecided, Q2 = no AND undecided = no
+    # answered = [undecided, not asked]: Q1 covered = yes AND undecided = undecided, Q2 = no claim serves it = no
     # -> Completeness 0/1 (one sub-query left out); every claim's conciseness undecided -> n/a
     completeness, conciseness = diagnostics.metric("completeness"), diagnostics.metric("conciseness")
     assert (completeness.value, completeness.n, completeness.n_unscored) == (0.0, 1, 1)
     assert (conciseness.value, conciseness.n_unscored) == (None, 2)
     assert conciseness.na_reason == "every claim is undecided"
     assert values(diagnostics)["verifiableness"] == 1.0 and values(diagnostics)["c_prec@2"] == 0.5
-    assert diagnostics.n_unscored == 2
+    assert diagnostics.n_unscored == 1
     assert set(diagnostics.escalations) == answered  # no scored verdict: escalated for a person
 
-    assert (summary.n_checks, summary.n_verdicts, summary.n_unscored) == (18, 18, 2)
-    assert (summary.n_escalated, summary.n_pending) == (2, 2)
+    assert (summary.n_checks, summary.n_verdicts, summary.n_unscored) == (17, 17, 1)
+    assert (summary.n_escalated, summary.n_pending) == (1, 1)
 
 
 def test_a_runs_clients_of_one_endpoint_share_one_connection_pool(tmp_path: Path) -> None:

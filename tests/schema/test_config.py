@@ -11,6 +11,7 @@ from ragcourt.schema import ConditionKind
 from ragcourt.schema.config import (
     DEFAULT_DIMENSIONS,
     ConfigError,
+    DimensionProtocol,
     DimensionSpec,
     DistractorPolicy,
     EvalConfig,
@@ -130,6 +131,7 @@ def test_an_empty_yaml_file_gives_the_defaults(tmp_path: Path, text: str) -> Non
         ("conditions: [normal, loose]\n", "conditions", "loose is set through"),
         ("methods: [qcare, magic]\n", "methods.1", "Input should be"),
         ("loose_coverage_threshold: 1.5\n", "loose_coverage_threshold", "less than or equal to 1"),
+        ("confidence_probe: lexical\n", "confidence_probe", "the confidence probe asks a model"),
     ],
 )
 def test_errors_name_the_file_and_the_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
@@ -212,3 +214,30 @@ def test_a_custom_dimension_needs_a_rubric(tmp_path: Path) -> None:
         load_config(path)
     config = parse_config({"dimensions": [{"name": "humour", "rubric": "Is it funny?", "weight": 0.5}]})
     assert config.dimensions == (DimensionSpec(name="humour", rubric="Is it funny?", weight=0.5),)
+
+
+def test_judge_options_of_cube_dimension_scores_name_the_judge() -> None:
+    """Another protocol or repetition count is another judge (stored verdicts are reused by check and judge id)."""
+    config = parse_config({"judges": [
+        {"model": "openai:m"},
+        {"model": "openai:m", "protocol": "score_only"},
+        {"model": "openai:m", "repeats": 3},
+        {"model": "openai:m", "repeats": 3, "repeat_temperature": 1.0, "protocol": "score_only"},
+        {"model": "openai:m", "id": "mine", "repeats": 2},
+    ]})
+    assert [j.judge_id for j in config.judges] == ["openai:m", "openai:m+score_only", "openai:m+x3+t0.7",
+                                                   "openai:m+score_only+x3+t1", "mine"]
+    assert [j.protocol for j in config.judges][:2] == [DimensionProtocol.REASONED, DimensionProtocol.SCORE_ONLY]
+    assert [j.repeat_temperature for j in config.judges] == [0.7, 0.7, 0.7, 1.0, 0.7]
+
+
+@pytest.mark.parametrize(("judge", "problem"), [
+    ({"model": "lexical", "repeats": 2}, "repeats: 'lexical' is a rule, not a model"),
+    ({"model": "semantic", "protocol": "score_only"}, "protocol: 'semantic' is a rule, not a model"),
+    ({"model": "openai:m", "repeats": 0}, "greater than or equal to 1"),
+    ({"model": "openai:m", "repeats": 3, "repeat_temperature": 0}, "greater than 0"),
+    ({"model": "openai:m", "protocol": "terse"}, "'reasoned' or 'score_only'"),
+])
+def test_judge_options_are_checked(judge: dict, problem: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        parse_config({"judges": [judge]})

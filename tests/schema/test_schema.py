@@ -11,17 +11,21 @@ from ragcourt.schema import (
     CLOSED_BOOK,
     NORMAL,
     ORACLE,
+    Answer,
     Check,
     CheckKind,
     Chunk,
     Condition,
     ConditionKind,
+    ConfidenceSource,
     Decomposition,
     DecompositionKind,
     Label,
     MetricValue,
+    PerturbationEffect,
     Sample,
     TokenUsage,
+    TraceSource,
     UnscoredReason,
     Verdict,
     VerdictStatus,
@@ -254,3 +258,26 @@ def test_token_usage_addition() -> None:
     )
     assert total == TokenUsage(prompt_tokens=15, completion_tokens=5, calls=2, cached_calls=4)
     assert TokenUsage() + TokenUsage() == TokenUsage()
+
+
+# --------------------------------------------------------------------------- CUE-R trace and confidence sources
+
+
+def test_an_answer_stored_before_the_sources_reads_as_the_systems_report() -> None:
+    old = '{"run_id": "r", "sample_id": "s", "condition": {"kind": "normal"}, "text": "x", "used_chunk_ids": ["c1"]}'
+    answer = Answer.model_validate_json(old)
+    assert (answer.trace_source, answer.confidence_source) == (TraceSource.REPORTED, ConfidenceSource.NONE)
+    with_confidence = Answer.model_validate_json(old[:-1] + ', "confidence": 0.4}')
+    assert with_confidence.confidence_source is ConfidenceSource.REPORTED
+    effect = PerturbationEffect.model_validate_json('{"condition": {"kind": "remove", "chunk_id": "c1"}}')
+    assert (effect.trace_source, effect.grounding, effect.trace_unscored) == (TraceSource.REPORTED, None, 0)
+
+
+@pytest.mark.parametrize("fields", [
+    {"trace_source": TraceSource.JUDGED},  # judged by the scorer, never by the system
+    {"trace_source": TraceSource.NONE, "used_chunk_ids": ("c1",)},
+    {"confidence": 0.5, "confidence_source": ConfidenceSource.NONE},
+])
+def test_answer_sources_must_match_their_values(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Answer(run_id="r", sample_id="s", condition=NORMAL, text="x", **fields)

@@ -13,11 +13,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ragcourt.analysis.summary import metric_totals, summarize
+from ragcourt.metrics.elements import element_outcome, split_attribution
 from ragcourt.report.data import tally_verdicts
 from ragcourt.schema import (
     NORMAL,
     Check,
     CheckKind,
+    Element,
     ElementOutcome,
     ElementStatus,
     Label,
@@ -261,3 +263,22 @@ def test_summary_from_sql_equals_the_summary_over_read_diagnostics(store):
     assert verifiableness.mean == 0.1 and verifiableness.n_na == 1 and verifiableness.n_escalated == 2
     # decided missing elements: retrieval 2, generation 1 (the undecided one is left out)
     assert from_sql.element_shares == {"retrieval_gap": 2 / 3, "generation_gap": 1 / 3, "document_gap": 0.0}
+
+
+def test_split_elements_attribution_sums_in_sql_as_over_the_records(tmp_path) -> None:
+    """Judges-split elements are shared out in fractions: the summary read from SQL aggregates gives the gap
+    shares the diagnostics give. Split parts: answered 0.5 + 0.5, generation 0.5 + 0.5 + 0.25, retrieval
+    0.5 + 0.25; gaps 1.25 + 0.75 = 2."""
+    element = Element(id="e", text="e", index=0)
+    outcomes = (element_outcome(element, True, None, True), element_outcome(element, True, None, 0.5),
+                element_outcome(element, 0.5, True, False), element_outcome(element, 0.5, True, 0.5))
+    assert [o.status for o in outcomes] == [ElementStatus.ANSWERED] + [ElementStatus.JUDGES_SPLIT] * 3
+    with RecordStore(tmp_path / "store.sqlite") as store:
+        store.put(SampleDiagnostics(run_id=RUN, sample_id="s1", question="q?", elements=outcomes[:2]),
+                  SampleDiagnostics(run_id=RUN, sample_id="s2", question="q?", elements=outcomes[2:]))
+        assert store.element_split_attribution(RUN) == split_attribution(outcomes) == {
+            ElementStatus.ANSWERED: 1.0, ElementStatus.GENERATION_GAP: 1.25, ElementStatus.RETRIEVAL_GAP: 0.75}
+        from_sql = summarize(store, RUN)
+        from_records = summarize(store, RUN, diagnostics=store.get_diagnostics(RUN))
+    assert from_sql.element_shares == from_records.element_shares == pytest.approx(
+        {"generation_gap": 1.25 / 2, "retrieval_gap": 0.75 / 2, "document_gap": 0.0})

@@ -33,6 +33,7 @@ from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import (
     ConditionUnavailable,
+    ConfidenceProbe,
     ExtractiveGenerator,
     Generation,
     LangChainSystem,
@@ -138,7 +139,8 @@ async def test_precomputed_returns_the_given_contexts_and_answer() -> None:
     chunks = await system.retrieve(PRECOMPUTED_SAMPLE, k=1, score_threshold=None)
     assert chunks == list(CHUNKS)  # what the system retrieved, whatever k
     generation = await system.generate(PRECOMPUTED_SAMPLE, chunks, NORMAL)
-    assert generation == Generation(text="In 1889.", used_chunk_ids=("k-paris", "k-eiffel"))
+    # no trace: a dataset's answer names no chunk it used (was every given chunk, issue 19 item 3)
+    assert generation == Generation(text="In 1889.") and generation.used_chunk_ids is None
 
 
 @pytest.mark.parametrize(
@@ -219,7 +221,7 @@ async def test_langchain_generate_returns_the_runnable_answer() -> None:
     generation = await system.generate(sample, chunks, NORMAL)
 
     assert generation.text == "short answer from 1 mention"
-    assert generation.used_chunk_ids == ("d-eiffel", "d-paris")
+    assert generation.used_chunk_ids is None  # a chain reports no trace (was every shown chunk, issue 19 item 3)
     assert seen == [{
         "question": QUESTION,
         "context": "The Eiffel Tower opened in 1889.\n\nParis is the capital of France.",
@@ -233,7 +235,7 @@ async def test_langchain_generate_returns_the_runnable_answer() -> None:
 async def test_langchain_generate_accepts_dict_and_string_outputs(output: Any, text: str) -> None:
     system, _ = langchain_system(RunnableLambda(lambda inputs: output))
     generation = await system.generate(Sample(id="s1", question=QUESTION), [], CLOSED_BOOK)
-    assert generation.text == text and generation.used_chunk_ids == ()
+    assert generation.text == text and generation.used_chunk_ids is None  # no trace (was (), issue 19 item 3)
 
 
 # --------------------------------------------------------------------------- reference RAG
@@ -261,3 +263,15 @@ async def test_reference_rag_retrieves_from_chromadb_and_generates(tmp_path: Pat
     assert len(await system.retrieve(sample, k=3, score_threshold=None)) == 3
     above = await system.retrieve(sample, k=3, score_threshold=chunks[0].score)
     assert [c.id for c in above] == ["c-eiffel"]
+
+
+# --------------------------------------------------------------------------- CUE-R confidence probe
+
+
+async def test_the_confidence_probe_reads_a_probability_or_gives_none(scripted_model: MakeModel) -> None:
+    model = scripted_model(script=[{"confidence": 0.25}, "sure!", '{"confidence": 3}'])
+    probe = ConfidenceProbe(LLMClient(model, model_id="scripted:probe", role="confidence_probe"))
+    assert await probe.probe(QUESTION, CHUNKS, "1889") == 0.25
+    prompt = str(model.requests[0].messages[-1].content)
+    assert "[ctx_1]" in prompt and parse_untrusted(prompt[prompt.index("<<<ANSWER-"):]) == ("ANSWER", "1889")
+    assert await probe.probe(QUESTION, CHUNKS, "1889") is None  # unparsable, then out of range after the repair

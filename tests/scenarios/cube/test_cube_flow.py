@@ -25,6 +25,14 @@ Judge j2: the same RAG scores (so the same weights), other bounds, one bad reply
 
 Mean +- sd across judges (sample sd): relevance 0.55 +- 0.07071; quality 2/3 (sd n/a: one value).
 Retrieved-only (s1..s3, x = 4 3 2): relevance 10 8 6 -> r = 1, mean 8, sd 2; quality 8 8 8 -> r n/a, mean 8, sd 0.
+
+The figures above average every sample's RAG score (the all-samples reading, `CubeReading.ALL`). The default is
+seed 000's reading (5.4: "performance on successfully retrieved cases", then x R@k): the RAG means over s1..s3
+(three values, int(0.2 x 3) = 0 cut), relevance 10 8 6 -> 8, quality 8 8 8 -> 8; the bounds and weights as above.
+  j1: normalized relevance (8 - 2) / 8 = 0.75, quality 2/3; Wgt. Score (6 w_r + 4 w_q) / (10 - 2 w_r - 4 w_q)
+      = 0.72478; CuBE 0.6 x that = 0.43487
+  j2: normalized relevance 8/10 = 0.8, quality n/a; Wgt. Score (8 - 10 w_q) / (10 - 10 w_q) = 0.68429
+  relevance across judges 0.775 +- 0.03536
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from ragcourt.analysis.cube_tables import (
     cube_retrieved_only_noted,
 )
 from ragcourt.judging.decomposers import SentenceDecomposer
-from ragcourt.metrics.cube import AnswerSet
+from ragcourt.metrics.cube import AnswerSet, CubeReading
 from ragcourt.nodes.state import EvalContext
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.method_charts import CUBE_CHART, write_method_charts
@@ -143,6 +151,8 @@ R_REL, R_Q = 22 / math.sqrt(512), 7.2 / 12.8
 W_REL, W_Q = R_REL / (R_REL + R_Q), R_Q / (R_REL + R_Q)
 WGT_J1 = 4 / (10 - 2 * W_REL - 4 * W_Q)
 WGT_J2 = 0.6 - 0.2 * W_Q / W_REL
+SEED_J1 = (6 * W_REL + 4 * W_Q) / (10 - 2 * W_REL - 4 * W_Q)  # seed 000's reading: the retrieved cases
+SEED_J2 = (8 - 10 * W_Q) / (10 - 10 * W_Q)
 
 
 def config(**changes) -> EvalConfig:
@@ -168,6 +178,7 @@ def store(tmp_path: Path) -> RecordStore:
 def test_hand_computed_constants() -> None:
     assert pytest.approx((0.972272, 0.633496, 0.366504), abs=1e-6) == (R_REL, W_REL, W_Q)
     assert pytest.approx((0.550434, 0.484292), abs=1e-6) == (WGT_J1, WGT_J2)
+    assert pytest.approx((0.724783, 0.684292), abs=1e-6) == (SEED_J1, SEED_J2)
 
 
 async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tmp_path: Path) -> None:
@@ -189,47 +200,67 @@ async def test_three_answer_sets_to_weights_to_cube_score(store: RecordStore, tm
         assert judge.weights.correlations["relevance"].value == pytest.approx(R_REL)
         assert judge.weights.correlations["quality"].value == pytest.approx(R_Q)
         assert judge.weights.weights == pytest.approx({"relevance": W_REL, "quality": W_Q})
+    # Every sample's RAG score averaged (the all-samples reading: the figures of the module docstring).
+    every1, every2 = j1.readings[CubeReading.ALL], j2.readings[CubeReading.ALL]
     means = {aset: {d: m.value for d, m in per.items()} for aset, per in j1.dimension_means.items()}
-    assert means == {AnswerSet.RAG: {"relevance": 6, "quality": 8}, AnswerSet.CLOSED_BOOK: {"relevance": 2, "quality": 4},
+    assert means == {AnswerSet.RAG: {"relevance": 8, "quality": 8}, AnswerSet.CLOSED_BOOK: {"relevance": 2, "quality": 4},
                      AnswerSet.ORACLE: {"relevance": 10, "quality": 10}}
-    assert j1.weighted_totals[AnswerSet.RAG].value == pytest.approx(6 * W_REL + 8 * W_Q)
+    assert {d: m.value for d, m in every1.rag_means.items()} == {"relevance": 6, "quality": 8}
+    assert every1.rag_total.value == pytest.approx(6 * W_REL + 8 * W_Q)
     assert j1.weighted_totals[AnswerSet.CLOSED_BOOK].value == pytest.approx(2 * W_REL + 4 * W_Q)
     assert j1.weighted_totals[AnswerSet.ORACLE].value == pytest.approx(10)
-    assert j1.normalized_dimensions["relevance"].value == pytest.approx(0.5)
+    assert every1.normalized_dimensions["relevance"].value == pytest.approx(0.5)
+    assert every1.normalized_dimensions["quality"].value == pytest.approx(2 / 3)
+    assert every1.weighted_score.value == pytest.approx(WGT_J1)
+    assert every1.cube_score.value == pytest.approx(0.6 * WGT_J1)
+    assert every1.cube_score.value == pytest.approx(0.330260, abs=1e-6)
+    # The default, seed 000's reading: the RAG means over the three retrieved cases.
+    assert j1.reading is CubeReading.RETRIEVED and j1.dimension_means[AnswerSet.RAG]["relevance"].n == 3
+    assert j1.weighted_totals[AnswerSet.RAG].value == pytest.approx(8)
+    assert j1.normalized_dimensions["relevance"].value == pytest.approx(0.75)
     assert j1.normalized_dimensions["quality"].value == pytest.approx(2 / 3)
-    assert j1.weighted_score.value == pytest.approx(WGT_J1)
-    assert j1.cube_score.value == pytest.approx(0.6 * WGT_J1)
-    assert j1.cube_score.value == pytest.approx(0.330260, abs=1e-6)
+    assert j1.weighted_score.value == pytest.approx(SEED_J1)
+    assert j1.cube_score.value == pytest.approx(0.434870, abs=1e-6)
 
     # j2: the unscored reply is excluded and counted, never a 0; the degenerate quality bounds are n/a.
     closed_relevance = j2.dimension_means[AnswerSet.CLOSED_BOOK]["relevance"]
     assert (closed_relevance.value, closed_relevance.n, closed_relevance.n_unscored) == (0.0, 4, 1)
-    assert j2.normalized_dimensions["relevance"].value == pytest.approx(0.6)
-    quality = j2.normalized_dimensions["quality"]
-    assert quality.value is None and quality.na_reason == DEGENERATE
-    assert j2.weighted_score.value == pytest.approx(WGT_J2)
-    assert j2.cube_score.value == pytest.approx(0.6 * WGT_J2)
+    assert every2.normalized_dimensions["relevance"].value == pytest.approx(0.6)
+    assert j2.normalized_dimensions["relevance"].value == pytest.approx(0.8)
+    for quality in (j2.normalized_dimensions["quality"], every2.normalized_dimensions["quality"]):
+        assert quality.value is None and quality.na_reason == DEGENERATE
+    assert every2.weighted_score.value == pytest.approx(WGT_J2)
+    assert every2.cube_score.value == pytest.approx(0.6 * WGT_J2)
+    assert j2.weighted_score.value == pytest.approx(SEED_J2)
+    assert j2.cube_score.value == pytest.approx(0.6 * SEED_J2)
 
-    assert report.dimension_spread["relevance"].mean == pytest.approx(0.55)
-    assert report.dimension_spread["relevance"].sd == pytest.approx(math.sqrt(0.005))
+    spread_all = report.spreads[CubeReading.ALL]
+    assert spread_all.dimensions["relevance"].mean == pytest.approx(0.55)
+    assert spread_all.dimensions["relevance"].sd == pytest.approx(math.sqrt(0.005))
+    assert report.dimension_spread["relevance"].mean == pytest.approx(0.775)
+    assert report.dimension_spread["relevance"].sd == pytest.approx(0.05 / math.sqrt(2))
     assert (report.dimension_spread["quality"].mean, report.dimension_spread["quality"].sd) == (
         pytest.approx(2 / 3), None)
-    assert report.cube_score_spread.mean == pytest.approx(0.3 * (WGT_J1 + WGT_J2))
-    assert report.cube_score_spread.sd == pytest.approx(0.6 * abs(WGT_J1 - WGT_J2) / math.sqrt(2))
+    assert spread_all.cube_score.mean == pytest.approx(0.3 * (WGT_J1 + WGT_J2))
+    assert spread_all.cube_score.sd == pytest.approx(0.6 * abs(WGT_J1 - WGT_J2) / math.sqrt(2))
+    assert report.cube_score_spread.mean == pytest.approx(0.3 * (SEED_J1 + SEED_J2))
+    assert report.cube_score_spread.sd == pytest.approx(0.6 * abs(SEED_J1 - SEED_J2) / math.sqrt(2))
 
     # What the CLI prints: the table with the mean +- sd row, its n/a notes (no "R@k n/a": R@k is 0.6), the
     # retrieved-only analysis.
     table4 = cube_noted_frame(report, spread=True)
     frame = table4.frame
     assert list(frame["judge"]) == ["j1", "j2", "mean ± sd"]
-    assert frame.iloc[2]["relevance"] == "0.550 ± 0.071"
+    assert frame.iloc[2]["relevance"] == "0.775 ± 0.035"
     assert frame.iloc[2]["quality"] == "0.667 ± n/a"
-    assert frame.iloc[2]["cube_score"] == (f"{0.3 * (WGT_J1 + WGT_J2):.3f} ± "
-                                           f"{0.6 * abs(WGT_J1 - WGT_J2) / math.sqrt(2):.3f}")
+    assert frame.iloc[2]["cube_score_all"] == (f"{0.3 * (WGT_J1 + WGT_J2):.3f} ± "
+                                               f"{0.6 * abs(WGT_J1 - WGT_J2) / math.sqrt(2):.3f}")
+    assert frame.iloc[2]["cube_score"] == (f"{0.3 * (SEED_J1 + SEED_J2):.3f} ± "
+                                           f"{0.6 * abs(SEED_J1 - SEED_J2) / math.sqrt(2):.3f}")
     assert table4.lines() == [f"[1] j2: quality n/a: {DEGENERATE}",
                               "[2] mean ± sd across judges: quality n/a: an sd needs at least 2 judges with a "
                               "quality; 1 has one (add a judge, or see the notes of the others)"]
-    noted = cube_retrieved_only_noted(inputs, cfg.top_k)
+    noted = cube_retrieved_only_noted(inputs)
     retrieved = noted.frame
     rows = {(r.judge, r.dimension): r for r in retrieved.itertuples(index=False)}
     relevance = rows[("j1", "relevance")]
@@ -268,8 +299,10 @@ async def test_fixed_weights_from_the_config_replace_the_correlation(store: Reco
     report = cube_of_inputs(cube_inputs(store, "cube-run", cfg), cfg)
     j1 = report.judges[0]
     assert j1.weights.weights == {"relevance": 0.75, "quality": 0.25}
-    # (0.75 x 6 + 0.25 x 8 - (0.75 x 2 + 0.25 x 4)) / (10 - 2.5) = 4 / 7.5
-    assert j1.weighted_score.value == pytest.approx(4 / 7.5)
+    # all samples: (0.75 x 6 + 0.25 x 8 - (0.75 x 2 + 0.25 x 4)) / (10 - 2.5) = 4 / 7.5
+    assert j1.readings[CubeReading.ALL].weighted_score.value == pytest.approx(4 / 7.5)
+    # retrieved cases (the default): (0.75 x 8 + 0.25 x 8 - 2.5) / 7.5 = 5.5 / 7.5
+    assert j1.weighted_score.value == pytest.approx(5.5 / 7.5)
 
 
 def precomputed_samples() -> list[Sample]:
@@ -313,4 +346,5 @@ async def test_precomputed_system_with_a_bounds_generator_answers_closed_book_an
     inputs = cube_inputs(store, "pre", cfg)
     assert not isinstance(inputs, Unavailable)
     report = cube_of_inputs(inputs, cfg)
-    assert report.judges[0].cube_score.value == pytest.approx(0.6 * WGT_J1)  # the same scripted scores
+    assert report.judges[0].readings[CubeReading.ALL].cube_score.value == pytest.approx(0.6 * WGT_J1)  # same scores
+    assert report.judges[0].cube_score.value == pytest.approx(0.6 * SEED_J1)

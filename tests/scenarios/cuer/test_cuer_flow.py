@@ -59,7 +59,7 @@ class GoldReader:
         used = tuple(dict.fromkeys(c.id for c in chunks if c.title in sample.gold_titles))
         if used:
             return Generation(text=ANSWER[sample.id], used_chunk_ids=used, confidence=0.9)
-        return Generation(text="I don't know", confidence=0.2)
+        return Generation(text="I don't know", used_chunk_ids=(), confidence=0.2)  # its trace: nothing used
 
 
 def rounded(*values: float) -> tuple[float, ...]:

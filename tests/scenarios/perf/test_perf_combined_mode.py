@@ -14,7 +14,8 @@ from ragcourt.llm.client import LLMClient
 from ragcourt.prompts.library import PromptId
 from ragcourt.schema import NORMAL, Check, CheckKind, Label, UnscoredReason, VerdictStatus
 
-_BLOCK = re.compile(r"(?:\[(\w+)\] )?<<<([A-Z_]+)-([0-9a-f]+)>>>\n(.*?)\n<<<END-\2-\3>>>", re.DOTALL)
+_BLOCK = re.compile(r"(?:\[(\w+)\] (?:\([^)]*\) )?)?<<<([A-Z_]+)-([0-9a-f]+)>>>\n(.*?)\n<<<END-\2-\3>>>", re.DOTALL)
+_RELATED = re.compile(r"\[(\w+)\] \(related claims: ([^)]*)\)")
 
 CHUNKS = [("k1", "Paris lies on the Seine."), ("k2", "Berlin has many museums."), ("k3", "Rome and Paris are old.")]
 TITLES = ["Paris", "Berlin", "Rome"]
@@ -62,8 +63,14 @@ def blocks(request: ScriptedRequest) -> list[tuple[str | None, str, str]]:
 def per_kind_binary(request: ScriptedRequest) -> dict[str, Any]:
     found = blocks(request)
     items = [(i, t) for i, label, t in found if label == "ITEM"]
-    (target,) = [t for i, label, t in found if label not in ("ITEM", "QUESTION")]
-    return {"judgements": [{"item_id": i, "reasoning": "r", "verdict": "yes" if holds(t, target) else "no"}
+    claims = {i: t for i, label, t in found if label == "CLAIM"}
+    if claims:  # subquery_answered: each sub-query against the claims its note names (its R(q))
+        related = dict(_RELATED.findall(str(request.messages[-1].content)))
+        targets = {i: " ".join(claims[c.strip()] for c in related[i].split(",")) for i, _ in items}
+    else:
+        (target,) = [t for i, label, t in found if label not in ("ITEM", "QUESTION")]
+        targets = {i: target for i, _ in items}
+    return {"judgements": [{"item_id": i, "reasoning": "r", "verdict": "yes" if holds(t, targets[i]) else "no"}
                            for i, t in items]}
 
 

@@ -141,7 +141,8 @@ async def test_perf_rerun_of_an_unchanged_run_makes_no_llm_call(sim_url: str, tm
         assert len(finished) == 3 and all(d.n_unscored == 0 and d.n_checks > 0 for d in finished)
         return requests_served(sim_url) - before
 
-    # sub-queries, elements, claims, one combined judge call: 4 per sample
-    assert await run("first") == 12
+    # sub-queries, elements, claims, one combined judge call, then Q-CARE's sufficiency on R(q) once the serve
+    # checks are reconciled: 5 per sample (12, 4 per sample, when sufficiency was judged on all claims at once)
+    assert await run("first") == 15
     assert await run("first") == 0  # the same run: finished samples come from the store
     assert await run("second") == 0  # a new run over the same store: every call is in the LLM cache

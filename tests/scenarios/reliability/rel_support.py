@@ -22,7 +22,8 @@ from ragcourt.schema import Chunk, Condition, Sample
 from ragcourt.systems import Generation, Generator
 
 START_MARKER = re.compile(r"<<<([A-Z][A-Z0-9_]*)-([0-9a-f]+)>>>\n")
-SHOWN_ID = re.compile(r"^\[([A-Za-z_]+\d+)\] *$", re.MULTILINE)
+# an id, then its note if any ("[Q1] (related claims: A1, A2)"), then its block (removed before matching)
+SHOWN_ID = re.compile(r"^\[([A-Za-z_]+\d+)\](?: \([^)\n]*\))? *$", re.MULTILINE)
 
 
 @dataclass(frozen=True)

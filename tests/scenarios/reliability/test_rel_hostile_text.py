@@ -96,7 +96,9 @@ BUILDERS = {
                    for i in shown_ids(r) if i.startswith("C")],
     },
 }
-JUDGE_PROMPTS_PER = {Batching.PER_KIND: 6, Batching.PER_SAMPLE: 1}  # distinct judge prompt skeletons
+# distinct judge prompt skeletons; per kind 5, not 6: this judge says no claim serves any sub-query, and
+# sufficiency is judged on R(q), the claims that serve it (issue 19.4), so no subquery_answered check is asked
+JUDGE_PROMPTS_PER = {Batching.PER_KIND: 5, Batching.PER_SAMPLE: 1}
 
 
 def put_in(sample: Sample) -> set[str]:
@@ -109,7 +111,11 @@ def put_in(sample: Sample) -> set[str]:
 
 def sample_of(request: ChatRequest) -> str:
     question = texts(request, "QUESTION")
-    return "hostile" if question and question[0] == HOSTILE_QUESTION else "benign"
+    if question:
+        return "hostile" if question[0] == HOSTILE_QUESTION else "benign"
+    # the element split shows the reference alone (frozen per reference text, issue 19.11)
+    reference = texts(request, "REFERENCE")
+    return "hostile" if reference and reference[0] == HOSTILE_REFERENCE else "benign"
 
 
 @pytest.mark.parametrize("batching", [Batching.PER_KIND, Batching.PER_SAMPLE])

@@ -84,3 +84,19 @@ def test_a_second_lock_in_the_same_process_is_refused_until_the_first_is_release
     assert not path.exists()
     with RunLock(path):
         assert path.exists()
+
+
+def test_a_refused_resume_says_only_that_it_was_refused(tmp_path: Path) -> None:
+    """Issue 20, item 7: a finished run whose directory is in use used to print "resuming run r1: 1 of 1 samples
+    ... come from the store" before the refusal. What a run takes from the store is said once it holds the lock."""
+    (tmp_path / "data.jsonl").write_text(json.dumps(SAMPLE) + "\n", encoding="utf-8")
+    assert RUNNER.invoke(app, run_args(tmp_path)).exit_code == 0
+    lock = tmp_path / "runs" / "r1" / "run.lock"
+    with RunLock(lock):
+        refused = RUNNER.invoke(app, run_args(tmp_path))
+    assert refused.exit_code == 2
+    assert " ".join(refused.output.split()) == (
+        f"error: run directory {lock.parent} is in use by process {os.getpid()}; wait for it or stop it")
+    resumed = RUNNER.invoke(app, run_args(tmp_path))  # free again: now it resumes, and says so
+    assert resumed.exit_code == 0
+    assert "resuming run r1: 1 of 1 samples finished before come from the store" in " ".join(resumed.output.split())
