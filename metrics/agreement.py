@@ -109,32 +109,32 @@ def fleiss_kappa(table: Sequence[Sequence[int]]) -> MetricValue:
     return MetricValue(name=name, value=float((p_bar - p_e) / (1 - p_e)), n=n_items)
 
 
-def _numeric_pairs(
-    x: Sequence[float | None], y: Sequence[float | None]
-) -> tuple[np.ndarray, np.ndarray, int]:
+def pearson(x: Sequence[float | None], y: Sequence[float | None], name: str = MetricName.PEARSON.value, *,
+            labels: tuple[str, str] | None = None) -> MetricValue:
+    """Pearson's r over the pairs with both values. n/a: fewer than two pairs; a constant side.
+
+    `labels` name x and y in the n/a reason (CuBE: "the RAG score", "the rank score"); without them the reason
+    is the generic one. Sums are exact (fsum), so the same inputs give the same r in any order."""
     pairs, skipped = _pairs(x, y)
-    values = np.asarray(pairs, dtype=float).reshape(-1, 2)
-    return values[:, 0], values[:, 1], skipped
-
-
-def _correlation(name: str, x: np.ndarray, y: np.ndarray, skipped: int) -> MetricValue:
-    n = len(x)
+    values = [(float(a), float(b)) for a, b in pairs]
+    n = len(values)
     if n < 2:
-        return not_available(name, "fewer than two pairs", n=n, n_unscored=skipped)
-    dx, dy = x - x.mean(), y - y.mean()
-    sx, sy = math.sqrt(float(dx @ dx)), math.sqrt(float(dy @ dy))
-    if sx == 0 or sy == 0:
-        return not_available(
-            name, "an input is constant: the correlation is undefined", n=n, n_unscored=skipped
-        )
-    value = float(dx @ dy) / (sx * sy)
-    return MetricValue(name=name, value=max(-1.0, min(1.0, value)), n=n, n_unscored=skipped)
-
-
-def pearson(x: Sequence[float | None], y: Sequence[float | None]) -> MetricValue:
-    """Pearson's r over pairs with both values. n/a: fewer than two pairs; a constant side."""
-    a, b, skipped = _numeric_pairs(x, y)
-    return _correlation(MetricName.PEARSON.value, a, b, skipped)
+        reason = ("fewer than two pairs" if labels is None else
+                  f"a correlation needs at least 2 samples (and variation): {n} sample(s) with both "
+                  f"{labels[0]} and {labels[1]}")
+        return not_available(name, reason, n=n, n_unscored=skipped)
+    mean_x = math.fsum(a for a, _ in values) / n
+    mean_y = math.fsum(b for _, b in values) / n
+    sxy = math.fsum((a - mean_x) * (b - mean_y) for a, b in values)
+    sxx = math.fsum((a - mean_x) ** 2 for a, _ in values)
+    syy = math.fsum((b - mean_y) ** 2 for _, b in values)
+    if sxx == 0.0 or syy == 0.0:
+        reason = ("an input is constant: the correlation is undefined" if labels is None else
+                  f"a correlation needs variation: {labels[0] if sxx == 0.0 else labels[1]} is constant (the same "
+                  f"for all {n} samples)")
+        return not_available(name, reason, n=n, n_unscored=skipped)
+    r = sxy / math.sqrt(sxx * syy)
+    return MetricValue(name=name, value=max(-1.0, min(1.0, r)), n=n, n_unscored=skipped)
 
 
 def average_ranks(values: Sequence[float]) -> list[float]:
@@ -154,10 +154,11 @@ def average_ranks(values: Sequence[float]) -> list[float]:
 
 def spearman(x: Sequence[float | None], y: Sequence[float | None]) -> MetricValue:
     """Spearman's rho: Pearson's r of the average ranks. n/a: fewer than two pairs; a constant side."""
-    a, b, skipped = _numeric_pairs(x, y)
-    ranks_a = np.asarray(average_ranks(a.tolist()))
-    ranks_b = np.asarray(average_ranks(b.tolist()))
-    return _correlation(MetricName.SPEARMAN.value, ranks_a, ranks_b, skipped)
+    pairs, skipped = _pairs(x, y)
+    ranks_a = average_ranks([float(a) for a, _ in pairs])
+    ranks_b = average_ranks([float(b) for _, b in pairs])
+    rho = pearson(ranks_a, ranks_b, MetricName.SPEARMAN.value)
+    return rho.model_copy(update={"n_unscored": skipped})
 
 
 def confusion_matrix(

@@ -42,6 +42,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from ragcourt.metrics.agreement import pearson
 from ragcourt.schema import ConditionKind, MetricValue
 
 DEFAULT_TRIM_PROPORTION = 0.1
@@ -138,31 +139,6 @@ def recall_at_k(ranks: Sequence[int | None]) -> MetricValue:
         return _na("r_at_k", "no samples")
     hits = sum(1 for r in ranks if is_retrieved(r))
     return MetricValue(name="r_at_k", value=hits / len(ranks), n=len(ranks))
-
-
-def pearson(x: Sequence[float | None], y: Sequence[float | None], name: str = "pearson", *,
-            labels: tuple[str, str] = ("the first variable", "the second variable")) -> MetricValue:
-    """Pearson r over the pairs where both values are present; n/a for < 2 pairs or a constant side.
-
-    labels name x and y in the n/a reason (e.g. "the RAG relevance score", "the rank score")."""
-    if len(x) != len(y):
-        raise ValueError(f"pearson needs aligned sequences, got {len(x)} and {len(y)}")
-    pairs = [(float(a), float(b)) for a, b in zip(x, y, strict=True) if a is not None and b is not None]
-    n_unscored = len(x) - len(pairs)
-    if len(pairs) < 2:
-        return _na(name, f"a correlation needs at least 2 samples (and variation): {len(pairs)} sample(s) with both "
-                   f"{labels[0]} and {labels[1]}", n=len(pairs), n_unscored=n_unscored)
-    mean_x = math.fsum(a for a, _ in pairs) / len(pairs)
-    mean_y = math.fsum(b for _, b in pairs) / len(pairs)
-    sxy = math.fsum((a - mean_x) * (b - mean_y) for a, b in pairs)
-    sxx = math.fsum((a - mean_x) ** 2 for a, _ in pairs)
-    syy = math.fsum((b - mean_y) ** 2 for _, b in pairs)
-    if sxx == 0.0 or syy == 0.0:
-        side = labels[0] if sxx == 0.0 else labels[1]
-        return _na(name, f"a correlation needs variation: {side} is constant (the same for all {len(pairs)} "
-                   "samples)", n=len(pairs), n_unscored=n_unscored)
-    r = sxy / math.sqrt(sxx * syy)
-    return MetricValue(name=name, value=max(-1.0, min(1.0, r)), n=len(pairs), n_unscored=n_unscored)
 
 
 # --------------------------------------------------------------------------- weights

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from ragcourt.metrics.agreement import pearson
 from ragcourt.metrics.cube import (
     AnswerSet,
     CubeReading,
@@ -12,7 +13,6 @@ from ragcourt.metrics.cube import (
     cube_score,
     human_cube,
     normalized,
-    pearson,
     rank_score,
     recall_at_k,
     retrieved_only_analysis,

@@ -9,34 +9,24 @@ trigger and the run's gap shares and summary are identical. bench/judge_order.py
 from __future__ import annotations
 
 import asyncio
-import json
+import sys
 from pathlib import Path
+
+from fixtures import REPO
 
 from ragcourt.analysis.qcare_tables import gap_share_frame
 from ragcourt.analysis.summary import summarize
-from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa, paragraph_id
 from ragcourt.metrics.elements import needs_loose
 from ragcourt.runs.api import aevaluate
 from ragcourt.runs.workspace import Workspace
-from ragcourt.schema import Chunk, ElementStatus, Sample
+from ragcourt.schema import ElementStatus
 from ragcourt.schema.config import EvalConfig, JudgeSpec
-from ragcourt.systems import ExtractiveGenerator, Precomputed
+from ragcourt.systems import Precomputed
+
+sys.path.insert(0, str(REPO / "bench"))
+from judge_order import precomputed_hotpot  # the bench builds the same samples
 
 N_QUESTIONS = 10  # bench/judge_order.py runs 20
-
-
-def precomputed_hotpot(n: int) -> list[Sample]:
-    path = bundled(BundledDataset.HOTPOTQA_DEV_100)
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[:n]]
-    out = []
-    for sample, row in zip(load_hotpotqa(path).samples[:n], rows, strict=True):
-        contexts = tuple(
-            Chunk(id=paragraph_id(p["title"], p["paragraph_text"]), text=p["paragraph_text"], title=p["title"], rank=rank)
-            for rank, p in enumerate(row["contexts"], start=1)
-        )
-        answer = asyncio.run(ExtractiveGenerator().generate(sample.question, contexts)).text
-        out.append(sample.model_copy(update={"contexts": contexts, "answer": answer}))
-    return out
 
 
 async def test_lexical_and_semantic_judges_give_the_same_figures_in_either_order(tmp_path: Path) -> None:
