@@ -130,3 +130,16 @@ def test_an_import_that_goes_up_a_layer_breaks_the_contract(tmp_path: Path) -> N
     assert done.returncode != 0
     assert "0 kept, 1 broken" in done.stdout
     assert "ragcourt.metrics.values -> ragcourt.runs.runner" in done.stdout
+
+
+def test_every_name_a_package_facade_exports_resolves() -> None:
+    """A facade's `__all__` (eager or from its `.pyi` stub) names only what its modules define."""
+    import importlib
+
+    packages = ["ragcourt", *[name for name in configured_packages() if name != "ragcourt"]]
+    missing = []
+    for name in packages:
+        facade = importlib.import_module(name)
+        assert getattr(facade, "__all__", None), f"{name} has no __all__"
+        missing += [f"{name}.{export}" for export in facade.__all__ if not hasattr(facade, export)]
+    assert missing == []
