@@ -36,8 +36,10 @@ class RunSummary:
     element_shares: dict[str, float]
     failures: tuple[tuple[str, str], ...]
     # (judge id, unscored verdicts, all its verdicts) for every judge with an unscored verdict: the checks it
-    # left were decided by the rest of the jury alone, which no per-check figure shows
+    # left were decided by the rest of the jury alone (if any of it scored them), which no per-check figure shows
     unscored_by_judge: tuple[tuple[str, int, int], ...] = ()
+    # the judges with at least one scored verdict: only they can have decided a check another judge left
+    scored_judges: tuple[str, ...] = ()
 
 
 def metric_totals(diagnostics: Iterable[SampleDiagnostics]) -> list[MetricTotals]:
@@ -96,6 +98,7 @@ def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] |
         element_shares={str(status): m.value for status, m in shares.gap_shares.items() if m.value is not None},
         failures=tuple((sample_id, error or "") for sample_id, error in failures),
         unscored_by_judge=_unscored_by_judge(tallies),
+        scored_judges=tuple(sorted({t.judge_id for t in tallies if t.status is VerdictStatus.OK and t.n_verdicts})),
     )
 
 

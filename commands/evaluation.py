@@ -20,9 +20,10 @@ from ragcourt.commands.output import (
     progress,
 )
 from ragcourt.data.loaders import load_dataset
+from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.metrics.values import MetricKey
 from ragcourt.report.method_charts import write_method_charts
-from ragcourt.runs.models import Models, eval_context
+from ragcourt.runs.models import Models, prepare_run
 from ragcourt.runs.runner import ResumePlan, RunLockedError, Runner, SamplesChangedError
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
@@ -122,17 +123,18 @@ async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Pa
 
 
 def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
-                       samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None) -> RunSummary:
+                       samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None,
+                       check_endpoints: bool = True) -> RunSummary:
     """Run the evaluation (resuming a run of the same id), one line per finished question, then print its
-    summary, element diagnosis, method tables, charts written and LLM usage."""
+    summary, element diagnosis, method tables, charts written and LLM usage. Nothing is evaluated when an
+    endpoint cannot answer (runs.models.prepare_run; `check_endpoints=False` skips asking the servers)."""
     store = workspace.open_store()
     try:
-        models = Models(config, store)
         vectors = workspace.open_vectors() if collection else None
-        system = make_system(models)
         try:
-            context = eval_context(config, system, store, models, vectors, collection)
-        except ConfigError as error:
+            models, context = asyncio.run(prepare_run(config, store, make_system, vectors, collection,
+                                                      check=check_endpoints))
+        except (ConfigError, EndpointUnavailableError) as error:
             fail(str(error))
         runner = Runner(context, run_id, workspace.run_dir(run_id))
         try:

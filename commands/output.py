@@ -92,9 +92,19 @@ def print_summary(summary: RunSummary) -> None:
                 [[row.name, "n/a" if row.mean is None else f"{row.mean:.3f}", str(row.n_samples), str(row.n_na),
                   str(row.n_unscored), str(row.n_escalated)] for row in summary.metrics])
     if summary.unscored_by_judge:
-        shown = ", ".join(f"{judge} {n} of {total}" for judge, n, total in summary.unscored_by_judge)
-        console.print(escape(f"unscored verdicts by judge: {shown}. The other judges decided those checks "
-                             "without them; a metric's 'unscored checks' counts only checks no judge scored."))
+        console.print(escape(unscored_by_judge_line(summary)))
+
+
+def unscored_by_judge_line(summary: RunSummary) -> str:
+    """Which judges left verdicts unscored, and who decided those checks: another judge only where one scored
+    (a per-check split would need every verdict read; the summary reads aggregates only)."""
+    shown = ", ".join(f"{judge} {n} of {total}" for judge, n, total in summary.unscored_by_judge)
+    others = {judge for judge, _, _ in summary.unscored_by_judge if set(summary.scored_judges) - {judge}}
+    if not others:
+        return (f"unscored verdicts by judge: {shown}. No other judge scored any check, so nobody decided those "
+                "checks: they count in a metric's 'unscored checks' (checks no judge scored).")
+    return (f"unscored verdicts by judge: {shown}. Where another judge scored such a check, it was decided "
+            "without them; a metric's 'unscored checks' counts the checks no judge scored.")
 
 
 def print_element_diagnosis(store: RecordStore, run_id: str) -> None:

@@ -31,6 +31,11 @@ def run(
         help="re-use an id to resume a run (refused when a sample it holds was edited since: see `rerun "
              "--changed`); default: derived from the configuration, the system and the samples' contents")] = None,
     limit: Annotated[int | None, typer.Option(help="only the first N samples", min=1)] = None,
+    check_endpoints: Annotated[bool, typer.Option(
+        "--check-endpoints/--no-check-endpoints",
+        help="before the first sample, ask every configured LLM endpoint once (GET {base_url}/models; 404 and 405 "
+             "pass) and stop with exit 2 when one cannot answer (connection refused, DNS, timeout, 401, 403); "
+             "--no-check-endpoints for a server that rejects that request")] = True,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Evaluate a dataset; streams one line per finished question.
@@ -39,6 +44,8 @@ def run(
     for a transient reason (timeout, error) have only that work asked again. After an edit of the dataset the
     derived run id is another one, so the edited samples are evaluated afresh in a new run (unchanged work
     comes from the store and the LLM cache); `ragcourt rerun --changed RUN` evaluates only the changed ones.
+    Before the first sample every configured LLM endpoint is asked once: one that cannot answer stops the run
+    (exit 2, nothing evaluated) with a line naming the judge or role, the URL and the cause.
     """
     try:
         config = load_config(config_file) if config_file else EvalConfig()
@@ -71,7 +78,8 @@ def run(
     except ValueError as error:
         fail(str(error))
     _warn_about_english_only_embeddings(samples, config, system == "reference")
-    evaluate_and_print(workspace, config, make_system, samples, run_id, str(dataset), collection_used)
+    evaluate_and_print(workspace, config, make_system, samples, run_id, str(dataset), collection_used,
+                       check_endpoints=check_endpoints)
     console.print(escape(f"run {run_id}: {workspace.run_dir(run_id)}"))
 
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragcourt.llm import openai_wire
 from ragcourt.llm.cache import LLMCache, cache_key, schema_json
+from ragcourt.llm.failures import cause_of
 from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.llm.reply import ModelReply, TokenLogprob, filtered_refusal, token_logprobs
 from ragcourt.llm.retry import (
@@ -357,7 +358,10 @@ class LLMClient:
             assert last.error is not None
             status = VerdictStatus.UNSCORED
             reason = UnscoredReason.TIMEOUT if is_timeout(last.error) else UnscoredReason.ERROR
-            detail = f"{type(last.error).__name__}: {last.error} (after {last.attempts} attempt(s))"
+            # The cause first: "Connection error." alone does not say the server is down or the key refused.
+            cause = cause_of(last.error)
+            detail = (f"{f'{cause}: ' if cause else ''}{type(last.error).__name__}: {last.error} "
+                      f"(after {last.attempts} attempt(s))")
         elif reply.refusal is not None:
             status, reason, detail = VerdictStatus.UNSCORED, UnscoredReason.REFUSAL, reply.refusal
         elif value is None:

@@ -35,7 +35,7 @@ class MissingAPIKeyError(ValueError):
     """api.openai.com is targeted and no key was given."""
 
 
-def _api_key_for(spec: ModelSpec, api_key: str | None) -> str:
+def api_key_for(spec: ModelSpec, api_key: str | None) -> str:
     if api_key:
         return api_key
     from_env = os.environ.get(API_KEY_ENV)
@@ -98,7 +98,7 @@ def build_chat_model(
         model=spec.model,
         # Always explicit, so OPENAI_BASE_URL / OPENAI_API_BASE in the environment cannot redirect a spec.
         base_url=spec.endpoint,
-        api_key=SecretStr(_api_key_for(spec, api_key)),
+        api_key=SecretStr(api_key_for(spec, api_key)),
         timeout=timeout_s,
         max_retries=0,
         # Never langchain-openai's default async pool: it is shared per base_url across event loops, so a

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ragcourt.data.loaders import load_samples
 from ragcourt.runs import background_loop
-from ragcourt.runs.models import ConfiguredAnswerer, Models, eval_context
+from ragcourt.runs.models import ConfiguredAnswerer, Models, prepare_run
 from ragcourt.runs.runner import Runner
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, PathInput, Workspace, derived_run_id
 from ragcourt.schema import Sample, SampleDiagnostics
@@ -122,30 +122,34 @@ class _Plan:
     run_id: str
     vectors: VectorStore | None
     collection: str | None
+    check_endpoints: bool = True
 
 
 def _plan(samples: Sequence[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
           config: EvalConfig | None, home: PathInput, run_id: str | None, vectors: VectorStore | None,
-          collection: str | None, dataset: DatasetInput | None) -> _Plan:
+          collection: str | None, dataset: DatasetInput | None, check_endpoints: bool = True) -> _Plan:
     samples, system, label, config = _resolve(samples, system, retriever, chain, dataset, config)
     workspace = Workspace(home)
     run_id = run_id or derived_run_id(config, samples, system.name)
     workspace.run_dir(run_id)  # a run id that is not a plain name is refused before anything is opened
     if vectors is None and collection is None and isinstance(system, ReferenceRAG):
         vectors, collection = system.vectors, system.collection  # its collection gives distractors, as in the CLI
-    return _Plan(samples, system, label, config, workspace, run_id, vectors, collection)
+    return _Plan(samples, system, label, config, workspace, run_id, vectors, collection, check_endpoints)
 
 
 async def _stream(plan: _Plan) -> AsyncGenerator[SampleDiagnostics, None]:
     store = plan.workspace.open_store()
     try:
-        models = Models(plan.config, store)
-        system = plan.system
-        if isinstance(system, ReferenceRAG) and isinstance(system.generator, ConfiguredAnswerer):
-            system = replace(system, generator=models.generator())
-        context = eval_context(plan.config, system, store, models, plan.vectors, plan.collection)
+        def system_of(models: Models) -> RAGSystem:
+            system = plan.system
+            if isinstance(system, ReferenceRAG) and isinstance(system.generator, ConfiguredAnswerer):
+                return replace(system, generator=models.generator())
+            return system
+
+        _, context = await prepare_run(plan.config, store, system_of, plan.vectors, plan.collection,
+                                       check=plan.check_endpoints)
         runner = Runner(context, plan.run_id, plan.workspace.run_dir(plan.run_id))
-        async for diagnostics in runner.astream(plan.samples, dataset=plan.label, system=system.name):
+        async for diagnostics in runner.astream(plan.samples, dataset=plan.label, system=context.system.name):
             yield diagnostics
     finally:
         store.close()
@@ -163,6 +167,7 @@ async def astream(
     vectors: VectorStore | None = None,
     collection: str | None = None,
     dataset: DatasetInput | None = None,
+    check_endpoints: bool = True,
 ) -> AsyncIterator[SampleDiagnostics]:
     """Evaluate, yielding each question's diagnostics as it finishes (in order of completion).
 
@@ -175,8 +180,13 @@ async def astream(
     system and the samples' contents: the same call again resumes the run (asking again only what failed for a
     transient reason), and after an edit of the samples it is a new run. An explicit `run_id` over samples the
     run holds with other contents raises SamplesChangedError (naming them) before anything is written.
+    Before the first sample every LLM endpoint of `config` is asked once (GET {base_url}/models): one that
+    cannot answer raises ragcourt.llm.probe.EndpointUnavailableError (one line per endpoint: who calls it, the
+    URL, the cause); a missing API key or local model file raises it even with `check_endpoints=False`, which
+    skips the request for a server that rejects it.
     """
-    plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset)
+    plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset,
+                 check_endpoints)
     # On ragcourt's loop, as `evaluate`; closed with this generator, so a consumer that stops early has the
     # run stopped and its lock released when its `aclose()` returns.
     async with contextlib.aclosing(background_loop.stream(_stream(plan))) as streamed:
@@ -196,9 +206,11 @@ async def aevaluate(
     vectors: VectorStore | None = None,
     collection: str | None = None,
     dataset: DatasetInput | None = None,
+    check_endpoints: bool = True,
 ) -> EvalResult:
     """All diagnostics of `astream` (same arguments), in the dataset's order."""
-    plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset)
+    plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset,
+                 check_endpoints)
     position = {sample.id: i for i, sample in enumerate(plan.samples)}
 
     async def collect() -> list[SampleDiagnostics]:

@@ -2,11 +2,14 @@
 limiter per endpoint), the jury, the decomposer and the answerer, and the EvalContext they make up.
 
 Model specs are checked before anything is built (`check_model_specs`); the rule-based choices that need
-no LLM (`schema.config.NO_LLM_MODELS`) are never parsed as specs.
+no LLM (`schema.config.NO_LLM_MODELS`) are never parsed as specs. `prepare_run` builds a run for the CLI and
+the Python API alike and asks every endpoint once (`check_endpoints`) before the first sample.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +20,13 @@ from ragcourt.judging import BaselineJudge, BaselineRule, Judge, LLMJudge
 from ragcourt.judging.decomposers import Decomposer, LLMDecomposer, SentenceDecomposer
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.limits import LimiterRegistry
+from ragcourt.llm.probe import (
+    PROBE_TIMEOUT_S,
+    EndpointFailure,
+    EndpointUnavailableError,
+    probe,
+    static_failure,
+)
 from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.nodes.state import EvalContext
@@ -27,15 +37,22 @@ from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import ConfidenceProbe, ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
 
 
+def _llm_specs(config: EvalConfig) -> list[tuple[str, str, str]]:
+    """(configuration key, who calls it, model spec) of every part of the configuration that calls an LLM."""
+    named = [(f"judges.{i}.model", f"judge '{j.judge_id}'", j.model) for i, j in enumerate(config.judges)
+             if j.model not in NO_LLM_MODELS]
+    named += [(key, key.replace("_", " "), value)
+              for key, value in (("decomposer", config.decomposer), ("answerer", config.answerer),
+                                 ("bounds_generator", config.bounds_generator),
+                                 ("confidence_probe", config.confidence_probe))
+              if value is not None and value not in NO_LLM_MODELS]
+    return named
+
+
 def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
     """Raise ConfigError naming the key of a model spec that does not parse, or of repeated judge ids: what
     building the Models would fail on, found before a store is opened or anything is built."""
-    named = [(f"judges.{i}.model", j.model) for i, j in enumerate(config.judges) if j.model not in NO_LLM_MODELS]
-    named += [(key, value) for key, value in (("decomposer", config.decomposer), ("answerer", config.answerer),
-                                               ("bounds_generator", config.bounds_generator),
-                                               ("confidence_probe", config.confidence_probe))
-              if value is not None and value not in NO_LLM_MODELS]
-    for key, text in named:
+    for key, _, text in _llm_specs(config):
         try:
             ModelSpec.parse(text)
         except ValueError as error:
@@ -44,6 +61,39 @@ def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{source}: invalid configuration key 'judges': judge ids must be unique, got {ids}; give "
                           "repeated models an 'id'")
+
+
+async def check_endpoints(config: EvalConfig, *, reach: bool = True) -> None:
+    """Raise EndpointUnavailableError, one line per endpoint that cannot answer, naming who calls it, the URL
+    and the cause. Every distinct endpoint of the configuration is asked once, at the same time (llm.probe);
+    `reach=False` asks nothing and checks only what needs no request (api.openai.com's key, local model files)."""
+    users: dict[str, tuple[ModelSpec, list[str]]] = {}
+    for _, user, text in _llm_specs(config):
+        spec = ModelSpec.parse(text)
+        users.setdefault(spec.endpoint, (spec, []))[1].append(user)
+    timeout_s = min(PROBE_TIMEOUT_S, config.timeout_s)
+    specs = [spec for spec, _ in users.values()]
+    found = (await asyncio.gather(*(probe(spec, timeout_s=timeout_s) for spec in specs)) if reach
+             else [static_failure(spec) for spec in specs])
+    failures = tuple(EndpointFailure(" and ".join(dict.fromkeys(who)), *failure)
+                     for (_, who), failure in zip(users.values(), found, strict=True) if failure is not None)
+    if failures:
+        raise EndpointUnavailableError(failures)
+
+
+async def prepare_run(config: EvalConfig, store: RecordStore, system_of: Callable[[Models], RAGSystem],
+                      vectors: VectorStore | None, collection: str | None, *,
+                      check: bool = True) -> tuple[Models, EvalContext]:
+    """The Models and EvalContext of a run, as the CLI and the Python API both build them, with nothing
+    evaluated when a part cannot answer: a missing key or model file is refused first (EndpointUnavailableError),
+    then a judge id whose model changed (ConfigError), then, when `check`, an endpoint that does not answer
+    (EndpointUnavailableError; `check=False` for a server that rejects the probe)."""
+    await check_endpoints(config, reach=False)
+    models = Models(config, store)
+    context = eval_context(config, system_of(models), store, models, vectors, collection)
+    if check:
+        await check_endpoints(config)
+    return models, context
 
 
 @dataclass

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes.openai_server import CHAT_PATH, MODELS_PATH, FakeOpenAIServer
+from fakes.status_server import answering, closed_port
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
@@ -248,3 +250,83 @@ def test_an_edited_sample_is_evaluated_afresh_and_never_shown_with_the_old_figur
     rerun = RUNNER.invoke(app, ["rerun", "--changed", old_run, "--dataset", "data.jsonl", "--home", "home"])
     assert rerun.exit_code == 0, rerun.output
     assert "1 rows re-run, 1 rows copied from the base run" in flat(rerun.output)
+
+
+# Issue 20, item 9: an endpoint that cannot answer stops `run` before the first sample (exit 2, one line naming
+# the judge, the URL and the cause), a live one passes, and nothing claims other judges decided what none did.
+ONE_SAMPLE = '{"id": "a", "question": "Who founded Acme?", "answer": "Ada.", "contexts": [{"id": "c1", "text": "Ada."}]}\n'
+
+
+def error_lines(output: str) -> list[str]:
+    """The command's error messages, rich's wrapping folded away: each runs to the next "error:" or the end."""
+    return [" ".join(("error:" + part).split()) for part in output.split("error:")[1:]]
+
+
+def test_a_judge_on_a_closed_port_exits_2_before_the_first_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text(ONE_SAMPLE, encoding="utf-8")
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    result = RUNNER.invoke(app, ["run", "data.jsonl", "--system", "precomputed", "--judge", f"openai:j@{url}",
+                                 "--home", "home"])
+    assert result.exit_code == 2
+    assert error_lines(result.output) == [f"error: judge 'openai:j@{url}' cannot use {url}/models: connection refused"]
+    assert "✓" not in result.output and "Traceback" not in result.output
+    with RecordStore(Path("home") / "store.sqlite") as store:
+        assert store.list_runs() == []  # nothing evaluated
+
+
+@pytest.mark.parametrize(("status", "cause"), [(401, "401 Unauthorized"), (403, "403 Forbidden")])
+def test_a_refused_key_exits_2_naming_the_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int,
+                                                 cause: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text(ONE_SAMPLE, encoding="utf-8")
+    with answering(status) as (url, asked):
+        Path("jury.yaml").write_text(f"judges:\n  - model: openai:j@{url}\n    id: j\n", encoding="utf-8")
+        result = RUNNER.invoke(app, ["run", "data.jsonl", "--system", "precomputed", "--config", "jury.yaml",
+                                     "--home", "home"])
+    assert result.exit_code == 2 and asked == ["/v1/models"]
+    assert error_lines(result.output) == [f"error: judge 'j' cannot use {url}/models: {cause}"]
+
+
+def test_an_openai_model_without_a_key_exits_2_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It ended in a 111-line traceback; now one line, no request (the network guard would fail the test)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    Path("data.jsonl").write_text(ONE_SAMPLE, encoding="utf-8")
+    result = RUNNER.invoke(app, ["run", "data.jsonl", "--system", "precomputed", "--judge", "openai:gpt-4o-mini",
+                                 "--home", "home", "--no-check-endpoints"])  # a missing key needs no request
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert error_lines(result.output) == [
+        "error: judge 'openai:gpt-4o-mini' cannot use https://api.openai.com/v1: no API key: set OPENAI_API_KEY"]
+
+
+def test_a_live_server_passes_the_check_before_any_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text(ONE_SAMPLE, encoding="utf-8")
+    with FakeOpenAIServer(responder=lambda request: "not the JSON asked for") as server:
+        result = RUNNER.invoke(app, ["run", "data.jsonl", "--system", "precomputed", "--judge",
+                                     f"openai:j@{server.base_url}", "--home", "home"])
+        first = server.requests[0]
+        n_chat = server.count(CHAT_PATH)
+    assert result.exit_code == 0, result.output
+    assert (first.method, first.path) == ("GET", MODELS_PATH) and server.count(MODELS_PATH) == 1 and n_chat > 0
+
+
+def test_with_the_check_skipped_a_lone_dead_judge_is_said_to_have_decided_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--no-check-endpoints: the run goes on, every verdict unscored; the summary no longer says "the other
+    judges decided those checks" when there is no other judge."""
+    monkeypatch.chdir(tmp_path)
+    Path("data.jsonl").write_text(ONE_SAMPLE, encoding="utf-8")
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    result = RUNNER.invoke(app, ["run", "data.jsonl", "--system", "precomputed", "--judge", f"openai:j@{url}",
+                                 "--home", "home", "--no-check-endpoints"])
+    assert result.exit_code == 0, result.output
+    said = flat(result.output)
+    assert "No other judge scored any check, so nobody decided those checks" in said
+    assert "decided those checks without them" not in said
+    with RecordStore(Path("home") / "store.sqlite") as store:
+        (run,) = store.list_runs()
+        verdicts = store.get_verdicts([c.id for c in store.checks_for(run.run_id)])
+    assert verdicts and all(v.detail is not None and v.detail.startswith("connection refused:") for v in verdicts)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 from fakes.openai_server import FakeOpenAIServer
+from fakes.status_server import closed_port
 from fixtures import REPO
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -25,6 +26,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_openai import ChatOpenAI
 
 import ragcourt
+from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.runs import background_loop
 from ragcourt.runs.runner import SamplesChangedError
 from ragcourt.schema import Chunk, Sample, SampleStatus
@@ -328,3 +330,23 @@ def test_an_edited_sample_is_evaluated_afresh_and_an_explicit_run_id_over_it_is_
         assert {s.id: s.answer for s in records.get_samples(first.run_id)}["acme"] == "Ada Lovelace founded Acme."
     finally:
         records.close()
+
+
+def test_a_judge_that_cannot_answer_stops_the_run_before_the_first_sample(tmp_path) -> None:
+    """Issue 20, item 9: a judge on a closed loopback port raises EndpointUnavailableError naming it, its URL and
+    the cause, and nothing is evaluated or stored. check_endpoints=False runs anyway (for servers that reject
+    the probe): every verdict is unscored, and its detail says why."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    config = ragcourt.EvalConfig(judges=(JudgeSpec(model=f"openai:j@{url}", id="j"),))
+    with pytest.raises(EndpointUnavailableError) as raised:
+        ragcourt.evaluate(PRECOMPUTED[:1], Precomputed(), config=config, home=tmp_path)
+    assert str(raised.value) == f"judge 'j' cannot use {url}/models: connection refused"
+    with ragcourt.Workspace(tmp_path).open_store() as store:
+        assert store.list_runs() == []
+
+    result = ragcourt.evaluate(PRECOMPUTED[:1], Precomputed(), config=config, home=tmp_path, check_endpoints=False)
+    with ragcourt.Workspace(tmp_path).open_store() as store:
+        verdicts = store.get_verdicts([c.id for c in store.checks_for(result.run_id)])
+    assert verdicts and {(v.status, v.unscored_reason) for v in verdicts} == {("unscored", "error")}
+    assert all(v.detail is not None and v.detail.startswith("connection refused: APIConnectionError")
+               for v in verdicts)
