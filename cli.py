@@ -1,45 +1,129 @@
 """The command line: the composition root. Its commands (ragcourt/commands/, one module each) read files
 and flags, build the stores, the system under test and the jury, and hand them to the run; this module
-registers them on the typer app."""
+registers them on the typer app.
+
+A command's module is imported only when that command runs: `ragcourt --help` lists the commands from the
+table below without importing any of them (each module pulls in pandas, chromadb, langchain or the LLM
+clients), so asking for help costs no more than starting Python and typer.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from ragcourt.commands import (
-    calibrate,
-    demo,
-    elements,
-    generate,
-    graph,
-    index,
-    noise,
-    rank,
-    report,
-    rerun,
-    review,
-    run,
-    serve,
-    summary,
-    watch,
-)
-from ragcourt.commands.output import console
+if TYPE_CHECKING:
+    # typer ships its own copy of click: its classes, not those of an installed click, are what it passes.
+    from typer._click import Command, Context, HelpFormatter
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__ and "Evaluate RAG systems: find where "
-                  "quality is lost (retrieval, generation or the documents).")
 
-# Every command is defined in its own module (ragcourt/commands/) and registers here, in the order of
-# `ragcourt --help`.
-for command in (demo, index, run, summary, review, graph, generate, report, serve, rank, calibrate, watch, elements,
-                noise, rerun):
-    command.register(app)
+@dataclass(frozen=True)
+class CommandEntry:
+    """Where a command lives, and the one line `ragcourt --help` shows for it: the first paragraph of the
+    command's own help (tests/test_cli.py checks that the two stay the same)."""
+
+    module: str
+    short_help: str
+
+
+# In the order of `ragcourt --help`.
+COMMANDS: dict[str, CommandEntry] = {
+    "demo": CommandEntry("demo", "Index the bundled HotpotQA sample, evaluate the reference RAG with a two-judge "
+                                 "jury, offline."),
+    "index": CommandEntry("index", "Index a corpus into the workspace's chromadb (embedded, offline MiniLM "
+                                   "embeddings)."),
+    "run": CommandEntry("run", "Evaluate a dataset; streams one line per finished question."),
+    "summary": CommandEntry("summary", "Print a run's figures from the store (no LLM call)."),
+    "review": CommandEntry("review", "Walk the run's pending escalations in the terminal; decisions override the "
+                                     "jury."),
+    "graph": CommandEntry("graph", "Print the per-sample state machine as Mermaid."),
+    "generate": CommandEntry("generate", "Write one realistic user question per document; the document becomes "
+                                         "the gold document."),
+    "report": CommandEntry("report", "Write a self-contained HTML report (opens offline; no script, no external "
+                                     "resource)."),
+    "serve": CommandEntry("serve", "Serve the review desk (keyboard-driven), live progress and the report of a "
+                                   "run."),
+    "rank": CommandEntry("rank", "Rank systems with DICE: pairwise A/B/Tie judgments (both orders, or seed 001's "
+                                 "one drawn order), Swiss tournament, Elo. Scalar metrics of the answer files can "
+                                 "play as threshold judges (--metric-judge)."),
+    "calibrate": CommandEntry("calibrate", "Agreement of judges with human labels: accuracy, Cohen's / Fleiss' "
+                                           "kappa, correlations, confusion."),
+    "watch": CommandEntry("watch", "Follow a running evaluation: one line per finished question and a summary "
+                                   "that updates."),
+    "ragchecker-samples": CommandEntry("elements", "The bundled RAGChecker pairs as samples: query, long reference "
+                                                   "answer (gt_answer) and model 1's (or 2's) response as a "
+                                                   "precomputed answer. The pairs have no retrieved "
+                                                   "contexts: run them with `--system precomputed`; element "
+                                                   "verdicts then come from the answer only."),
+    "noise": CommandEntry("noise", "Per-question standard deviation between two runs of one configuration and the "
+                                   "band within which a change of a mean is noise (z = 1.96), for "
+                                   "the whole run and per subgroup."),
+    "compare": CommandEntry("noise", "Per metric: mean of A and B over the questions both scored, B - A, and "
+                                     "\"noise\" when inside the band."),
+    "rerun": CommandEntry("rerun", "Evaluate only the samples whose reference answer or element list changed since "
+                                   "the base run, and copy every other row; prints which rows were "
+                                   "re-run, why and when."),
+    "elements": CommandEntry("elements", "Export and import the frozen element lists of reference answers, so a "
+                                         "person can edit them (seed 003)."),
+}
+
+
+def load_command(name: str) -> Command | None:
+    """The real click command `name`: its module registers it on a scratch typer app, as on the full one."""
+    entry = COMMANDS.get(name)
+    if entry is None:
+        return None
+    module = importlib.import_module(f"ragcourt.commands.{entry.module}")
+    scratch = typer.Typer(add_completion=False)
+    scratch.callback()(lambda: None)  # a callback makes typer build a group even for a one-command module
+    module.register(scratch)
+    group = typer.main.get_group(scratch)
+    return group.get_command(typer.Context(group), name)
+
+
+class LazyCommands(TyperGroup):
+    """A typer group whose commands are imported on first use. While help is being written, each command is
+    a stand-in carrying only its name and short help, so listing them imports nothing."""
+
+    listing = False
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if self.listing:
+            entry = COMMANDS.get(cmd_name)
+            return None if entry is None else TyperCommand(cmd_name, short_help=entry.short_help,
+                                                           help=entry.short_help)
+        return load_command(cmd_name)
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
+
+app = typer.Typer(cls=LazyCommands, add_completion=False, no_args_is_help=True)
+
+
+@app.callback()
+def ragcourt() -> None:
+    """Evaluate RAG systems: find where quality is lost (retrieval, generation or the documents)."""
 
 
 def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
+        # Imported here: the console module loads rich's full console, which `--help` does not need.
+        from ragcourt.commands.output import console
+
         console.print("interrupted; everything judged so far is stored — run the same command to resume")
         sys.exit(130)

@@ -11,12 +11,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragcourt.schema import Sample, content_id
 from ragcourt.schema.config import EvalConfig
-from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
-from ragcourt.stores.vectors import VectorStore
+
+if TYPE_CHECKING:
+    from ragcourt.stores.vectors import VectorStore
 
 DEFAULT_HOME = Path("ragcourt-runs")
 HOTPOTQA_COLLECTION = "hotpotqa"  # where `ragcourt demo` indexes the bundled corpus; `run`'s default
@@ -55,5 +57,10 @@ class Workspace:
         return RecordStore(self.store_path)
 
     def open_vectors(self) -> VectorStore:
+        # Imported here: chromadb and onnxruntime cost a second of start-up that commands reading only the
+        # record store (summary, report, review) need not pay.
+        from ragcourt.stores.embeddings import MiniLMEmbedding
+        from ragcourt.stores.vectors import VectorStore
+
         return VectorStore.persistent(self.chroma_path, MiniLMEmbedding())
 

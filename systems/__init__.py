@@ -7,48 +7,12 @@
 - `precomputed`: contexts and answers given in the dataset (`Precomputed`).
 - `langchain_system`: a LangChain app evaluated as it is (`LangChainSystem`).
 - `confidence_probe`: CUE-R's optional confidence for a system that reports none (`ConfidenceProbe`).
+
+The names below are loaded on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which is
+also what type checkers read): reading a run back (`Precomputed` in analysis) must not import the LLM clients
+and chromadb that the reference system and the probe need.
 """
 
-from ragcourt.systems.confidence_probe import ConfidenceProbe, ProbedConfidence
-from ragcourt.systems.langchain_system import (
-    ContextFormat,
-    LangChainSystem,
-    RetrieverControl,
-    answer_text,
-    chunks_from_documents,
-    resized_retriever,
-    retriever_control,
-)
-from ragcourt.systems.precomputed import Precomputed
-from ragcourt.systems.protocol import (
-    ConditionUnavailable,
-    Generation,
-    Generator,
-    RAGSystem,
-    context_ids,
-    render_chunks,
-)
-from ragcourt.systems.reference import ExtractiveGenerator, GroundedAnswer, LLMGenerator, ReferenceRAG
+import lazy_loader
 
-__all__ = [
-    "ConditionUnavailable",
-    "ConfidenceProbe",
-    "ContextFormat",
-    "ExtractiveGenerator",
-    "Generation",
-    "Generator",
-    "GroundedAnswer",
-    "LLMGenerator",
-    "LangChainSystem",
-    "Precomputed",
-    "ProbedConfidence",
-    "RAGSystem",
-    "ReferenceRAG",
-    "RetrieverControl",
-    "answer_text",
-    "chunks_from_documents",
-    "context_ids",
-    "render_chunks",
-    "resized_retriever",
-    "retriever_control",
-]
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

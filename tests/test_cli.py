@@ -330,3 +330,36 @@ def test_with_the_check_skipped_a_lone_dead_judge_is_said_to_have_decided_nothin
         (run,) = store.list_runs()
         verdicts = store.get_verdicts([c.id for c in store.checks_for(run.run_id)])
     assert verdicts and all(v.detail is not None and v.detail.startswith("connection refused:") for v in verdicts)
+
+
+def test_each_listed_short_help_is_the_first_paragraph_of_the_commands_own_help() -> None:
+    """`ragcourt --help` lists commands from cli.COMMANDS without importing them; the lines it shows must be
+    the ones each command's help starts with."""
+    from ragcourt.cli import COMMANDS, load_command
+
+    for name, entry in COMMANDS.items():
+        command = load_command(name)
+        assert command is not None and command.name == name
+        first_paragraph = " ".join((command.short_help or command.help or "").split("\n\n")[0].split())
+        assert first_paragraph == entry.short_help, name
+
+
+def test_help_imports_no_command_module_nor_heavy_library() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom ragcourt.cli import main\nsys.argv = ['ragcourt', '--help']\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "loaded = sorted(m for m in sys.modules if m.startswith('ragcourt.commands.') or m.split('.')[0] in "
+             "{'pandas', 'chromadb', 'langchain_core', 'langgraph', 'openai', 'numpy'})\n"
+             "print('LOADED', loaded)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "calibrate" in done.stdout and "rerun" in done.stdout  # the listing is complete
+    assert "LOADED []" in done.stdout
+
+
+def test_a_command_runs_through_the_lazy_group(tmp_path: Path) -> None:
+    result = RUNNER.invoke(app, ["graph"])
+    assert result.exit_code == 0 and "graph" in result.output.lower()
+    unknown = RUNNER.invoke(app, ["no-such-command"])
+    assert unknown.exit_code == 2 and "No such command" in unknown.output
