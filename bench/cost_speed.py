@@ -33,7 +33,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.metrics.text import overlap, sentences
 from ragcourt.runs import api
 from ragcourt.schema import Check, Chunk, Sample, Verdict, content_id
-from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec
+from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Precomputed
 
@@ -130,26 +130,31 @@ def long_form_samples(n: int) -> list[Sample]:
 
 
 def bench_samples(hotpot: int, long_form: int, total: int | None = None) -> list[Sample]:
-    """`hotpot` + `long_form` samples; with `total`, repeated as distinct variants (a suffix on the
-    question, so no two samples share a prompt and the LLM cache cannot serve one from another)."""
+    """`hotpot` + `long_form` samples; with `total`, repeated as distinct variants: a suffix on the question, the
+    answer and the reference answer, so no two samples share a prompt or a split (each variant needs its own
+    sub-queries, claims and elements, as distinct samples do) and the LLM cache cannot serve one from another."""
     base = [*hotpot_samples(hotpot), *long_form_samples(long_form)]
     if total is None:
         return base
     out = []
     for index in range(total):
         sample, variant = base[index % len(base)], index // len(base)
+        suffix = f" (variant {variant})"
         out.append(sample if variant == 0 else sample.model_copy(update={
-            "id": f"{sample.id}~{variant}", "question": f"{sample.question} (variant {variant})"}))
+            "id": f"{sample.id}~{variant}", "question": sample.question + suffix,
+            "answer": (sample.answer or "") + suffix,
+            "reference_answer": sample.reference_answer + suffix if sample.reference_answer else None}))
     return out
 
 
 # --------------------------------------------------------------------------- running ragcourt
 
 
-def llm_config(sim: Sim, batching: Batching, llm_concurrency: int, sample_concurrency: int) -> EvalConfig:
+def llm_config(sim: Sim, batching: Batching, llm_concurrency: int, sample_concurrency: int,
+               methods: Sequence[Method] = (Method.QCARE, Method.ELEMENTS)) -> EvalConfig:
     return EvalConfig(judges=(JudgeSpec(model=sim.model, id="sim-judge"),), decomposer=sim.model,
                       batching=batching, llm_concurrency=llm_concurrency, concurrency=sample_concurrency,
-                      top_k=CONTEXT_K)
+                      top_k=CONTEXT_K, methods=tuple(methods))
 
 
 async def _run(samples: Sequence[Sample], config: EvalConfig, home: Path, run_id: str) -> int:
@@ -229,6 +234,8 @@ class Measured:
     calls_by_prompt: dict[str, int] | None = None
     peak_mb: float | None = None
     slot_hold_s: tuple[float, ...] = ()
+    cpu_s: float | None = None  # process time of the evaluator over the run (its own CPU, all its threads)
+    extra: dict[str, Any] = field(default_factory=dict)  # what a benchmark adds (follow-ups, metrics scored)
 
     @property
     def calls(self) -> int:
@@ -255,13 +262,20 @@ class Measured:
 
 
 def measure_ragcourt(sim: Sim, samples: Sequence[Sample], batching: Batching, llm_concurrency: int,
-                     sample_concurrency: int, home: Path) -> Measured:
-    config = llm_config(sim, batching, llm_concurrency, sample_concurrency)
+                     sample_concurrency: int, home: Path, methods: Sequence[Method] = (Method.QCARE, Method.ELEMENTS),
+                     reruns: bool = True, name: str | None = None) -> Measured:
+    config = llm_config(sim, batching, llm_concurrency, sample_concurrency, methods)
     run_id = f"bench-{batching}"
     sim.reset()
+    cpu_started = time.process_time()
     with slot_holds() as holds:
         wall = run_ragcourt(samples, config, home, run_id)
+    cpu = time.process_time() - cpu_started
     stats = sim.stats()
+    label = name or f"ragcourt {batching}"
+    if not reruns:
+        return Measured(name=label, samples=len(samples), wall_s=wall, stats=stats, rounds=RAGCOURT_ROUNDS,
+                        llm_concurrency=llm_concurrency, peak_mb=peak_memory_mb(), slot_hold_s=tuple(holds), cpu_s=cpu)
     sim.reset()
     rerun_started = time.perf_counter()
     run_ragcourt(samples, config, home, run_id)
@@ -270,7 +284,7 @@ def measure_ragcourt(sim: Sim, samples: Sequence[Sample], batching: Batching, ll
     sim.reset()
     run_ragcourt(samples, config, home, f"{run_id}-again")
     return Measured(
-        name=f"ragcourt {batching}", samples=len(samples), wall_s=wall, stats=stats, rounds=RAGCOURT_ROUNDS,
+        name=label, samples=len(samples), wall_s=wall, stats=stats, rounds=RAGCOURT_ROUNDS, cpu_s=cpu,
         llm_concurrency=llm_concurrency, rerun_calls=rerun_calls, rerun_new_id_calls=sim.stats()["requests"],
         rerun_s=rerun_s, calls_by_prompt=dict(judge_calls_by_prompt(home, run_id)), peak_mb=peak_memory_mb(),
         slot_hold_s=tuple(holds),
@@ -377,7 +391,8 @@ def scale(args: argparse.Namespace) -> None:
         again = _in_subprocess("llm", str(home), str(args.rerun_samples), sim.base_url, batching)
         print(f"re-run of that unchanged run: {sim.stats()['requests']} LLM calls, {again['wall_s']:.2f} s in the "
               f"run call ({again['process_s'] - again['prepare_s']:.1f} s including the process start and imports, "
-              f"not counting the {again['prepare_s']:.1f} s the benchmark takes to build its samples)")
+              f"not counting the {again['prepare_s']:.1f} s the benchmark takes to build its samples), "
+              f"peak {again['peak_mb']:.0f} MB")
         lexical_home = Path(folder) / "lexical"
         lexical = _in_subprocess("lexical", str(lexical_home), str(args.lexical_samples))
         print(f"{args.lexical_samples} samples, lexical judge: {lexical['wall_s']:.1f} s = "

@@ -14,6 +14,14 @@ after the drawn latency plus completion_tokens / tokens-per-s, with:
   names an example id (e.g. "E1") gets one entry per id of that prefix listed at a line start in the
   prompt ("[E1] ..."), and id lists (e.g. "ctx_0", "Q1") get one or two such ids, so verdicts map back.
 
+Logprob mode (`--logprobs`, for judges that read decision-token probabilities): a request that asks for
+logprobs and gets JSON content (json_schema or JSON mode; tool-call arguments carry none, as with OpenAI) has
+every decision value (`verdict`, `in_context`, `in_answer`, `answered`: yes / no; `decision`: A / B / Tie)
+drawn from probabilities seeded by the prompt and the value's position, the most probable one chosen, and the
+content's tokens returned with those probabilities as the decision token's top alternatives. Deterministic:
+the same prompt gets the same decisions and probabilities. It proves the plumbing of scored verdicts, not a
+judge's quality: the draws ignore what the prompt says.
+
 Fault mode (`--faults RATE`, for the reliability tests and bench/fault_rerun.py): that share of chat requests
 gets a fault drawn from `--fault-mix`: `500`; `429` with Retry-After (`--fault-retry-after-s`); `timeout` (held
 `--fault-hold-s`, longer than the client waits, then dropped unanswered); `reset` (the connection reset, no
@@ -25,6 +33,11 @@ request body's model, messages, tools and output format, hashed) is sent depends
 only, never on the order requests arrive in, so a seeded run meets the same faults however it is scheduled.
 Every completed reply is counted by conversation hash: `repeated_answers` in the stats is how many replies
 repeated a conversation that had been answered before (what a client's cache should make 0).
+
+Dropped items (`--drop-items RATE --drop-items-over N`, for the follow-up of long replies): in a reply whose
+lists of `item_id` entries hold more than N entries in all (a long combined judgement), each entry is left out
+with probability RATE, drawn from `--drop-seed` and the conversation's hash, so the same prompt loses the same
+items and a shorter follow-up (N entries or fewer) loses none. `dropped_items` in the stats counts them.
 
 Endpoints: POST /v1/chat/completions, POST /v1/embeddings (deterministic unit vectors), GET /v1/models,
 GET /sim/stats (counters), POST /sim/reset. Tokens are counted as characters // 4 (no tokenizer data
@@ -208,6 +221,8 @@ class InstanceMaker:
         if prefix is not None:
             return [s.text for s in self._ids if s.prefix == prefix]
         labelled = [s.text for s in self._ids if s.label == "ITEM"] if item_labels else []
+        if not labelled and item_labels and _EXAMPLE_ID.search(description):
+            return []  # its example names a kind of item the prompt lists none of (a combined reply's empty list)
         return labelled or [s.text for s in self._ids]
 
 
@@ -292,6 +307,42 @@ def refchecker_answer(prompt: str) -> Answer | None:
     return None
 
 
+# --------------------------------------------------------------------------- logprobs
+
+DECISION_OPTIONS = {"verdict": ("yes", "no"), "in_context": ("yes", "no"), "in_answer": ("yes", "no"),
+                    "answered": ("yes", "no"), "decision": ("A", "B", "Tie")}
+_DECISION_VALUE = re.compile(r'"(' + "|".join(DECISION_OPTIONS) + r')": "([^"]*)"')
+
+
+def decision_probabilities(prompt: str, position: int, options: tuple[str, ...]) -> list[float]:
+    rng = random.Random(f"{hashlib.sha256(prompt.encode()).hexdigest()}:{position}")
+    weights = [rng.random() + 1e-3 for _ in options]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def with_decision_logprobs(text: str, prompt: str) -> tuple[str, list[dict[str, Any]]]:
+    """The JSON content with each decision value redrawn (the most probable option), and its tokens: the text
+    between decisions as one token each, every decision value a token with its options as top alternatives."""
+    out_text, tokens_out, pos = [], [], 0
+    for position, match in enumerate(_DECISION_VALUE.finditer(text)):
+        options = DECISION_OPTIONS[match.group(1)]
+        probabilities = decision_probabilities(prompt, position, options)
+        chosen = options[max(range(len(options)), key=probabilities.__getitem__)]
+        value_at = match.start(2)
+        before = text[pos:value_at]
+        out_text += [before, chosen]
+        top = [{"token": o, "logprob": math.log(p), "bytes": list(o.encode())} for o, p in zip(options, probabilities, strict=True)]
+        tokens_out += [{"token": before, "logprob": -0.01, "bytes": list(before.encode()), "top_logprobs": []},
+                       {"token": chosen, "logprob": math.log(max(probabilities)), "bytes": list(chosen.encode()),
+                        "top_logprobs": top}]
+        pos = match.end(2)
+    rest = text[pos:]
+    out_text.append(rest)
+    tokens_out.append({"token": rest, "logprob": -0.01, "bytes": list(rest.encode()), "top_logprobs": []})
+    return "".join(out_text), tokens_out
+
+
 # --------------------------------------------------------------------------- latency
 
 
@@ -358,6 +409,37 @@ class Faults:
         return rng.choice(self.mix) if rng.random() < self.rate else None
 
 
+@dataclass(frozen=True)
+class Drops:
+    """Items left out of long replies (see the module docstring)."""
+
+    rate: float = 0.0
+    over: int = 10
+    seed: int = 0
+
+    def apply(self, answer: Answer, conversation: str) -> tuple[Answer, int]:
+        """The answer with its dropped entries left out, and how many were dropped."""
+        if self.rate <= 0.0:
+            return answer, 0
+        try:
+            value = json.loads(answer.text)
+        except json.JSONDecodeError:
+            return answer, 0
+        if not isinstance(value, dict):
+            return answer, 0
+        lists = [key for key, items in value.items()
+                 if isinstance(items, list) and items and all(isinstance(i, dict) and "item_id" in i for i in items)]
+        if sum(len(value[key]) for key in lists) <= self.over:
+            return answer, 0
+        rng = random.Random(f"{self.seed}:{conversation}")
+        dropped = 0
+        for key in lists:
+            kept = [item for item in value[key] if rng.random() >= self.rate]
+            dropped += len(value[key]) - len(kept)
+            value[key] = kept
+        return Answer(json.dumps(value), answer.tool, answer.name), dropped
+
+
 def _drop(request: web.Request) -> web.Response:
     """Reset the request's connection (linger 0: RST, not FIN); the response returned is never sent."""
     transport = request.transport
@@ -389,6 +471,7 @@ class Stats:
     sent: Counter[str] = field(default_factory=Counter)  # chat requests per conversation hash
     answered: Counter[str] = field(default_factory=Counter)  # completed replies per conversation hash
     faults: Counter[str] = field(default_factory=Counter)
+    dropped_items: int = 0
 
     def as_json(self) -> dict[str, Any]:
         span = (self.last_end - self.first_start) if self.first_start and self.last_end else 0.0
@@ -401,13 +484,17 @@ class Stats:
             "by_name": dict(self.by_name), "prompt_tokens_by_name": dict(self.prompt_tokens_by_name),
             "completion_tokens_by_name": dict(self.completion_tokens_by_name),
             "max_in_flight": self.max_in_flight, "busy_s": self.busy_s, "span_s": span,
+            "dropped_items": self.dropped_items,
         }
 
 
 class SimServer:
-    def __init__(self, latency: Latency, faults: Faults | None = None) -> None:
+    def __init__(self, latency: Latency, faults: Faults | None = None, logprobs: bool = False,
+                 drops: Drops | None = None) -> None:
         self.latency = latency
         self.faults = faults or Faults()
+        self.drops = drops or Drops()
+        self.logprobs = logprobs
         self._draws = latency.draws()
         self.stats = Stats()
 
@@ -435,9 +522,18 @@ class SimServer:
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
-            answer = answer_for(body)
+            answer, dropped = self.drops.apply(answer_for(body), conversation)
+            stats.dropped_items += dropped
             if fault == "tool_args":  # the model's output cut short, in a well-formed reply
                 answer = Answer(answer.text[: max(1, len(answer.text) // 2)], answer.tool, answer.name)
+            token_logprobs = None
+            if self.logprobs and body.get("logprobs") and answer.tool is None:
+                prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+                text, token_logprobs = with_decision_logprobs(answer.text, prompt)
+                keep = int(body.get("top_logprobs") or 0)
+                for token in token_logprobs:
+                    token["top_logprobs"] = token["top_logprobs"][:keep]
+                answer = Answer(text, answer.tool, answer.name)
             prompt_tokens = sum(tokens(_text(m.get("content"))) for m in body.get("messages", []))
             prompt_tokens += tokens(json.dumps(body.get("tools"))) if body.get("tools") else 0
             completion_tokens = tokens(answer.text)
@@ -451,7 +547,8 @@ class SimServer:
                 else:
                     message["content"] = answer.text
                 finish = "length" if fault == "tool_args" else "tool_calls" if answer.tool else "stop"
-                choices.append({"index": index, "message": message, "logprobs": None, "finish_reason": finish})
+                logprobs = {"content": token_logprobs} if token_logprobs is not None else None
+                choices.append({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish})
             stats.requests += 1
             stats.prompt_tokens += prompt_tokens
             stats.completion_tokens += completion_tokens * len(choices)
@@ -523,8 +620,9 @@ def unit_vector(item: Any, dimensions: int) -> list[float]:
     return [x / norm for x in raw]
 
 
-async def serve(latency: Latency, port: int, faults: Faults | None = None) -> None:
-    runner = web.AppRunner(SimServer(latency, faults).app(), access_log=None)
+async def serve(latency: Latency, port: int, faults: Faults | None = None, logprobs: bool = False,
+                drops: Drops | None = None) -> None:
+    runner = web.AppRunner(SimServer(latency, faults, logprobs, drops).app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
     await site.start()
@@ -549,14 +647,24 @@ def main() -> None:
                         help=f"comma-separated, drawn uniformly; kinds: {', '.join(FAULT_KINDS)}")
     parser.add_argument("--fault-retry-after-s", type=float, default=0.05)
     parser.add_argument("--fault-hold-s", type=float, default=5.0, help="how long a timeout fault holds a request")
+    parser.add_argument("--logprobs", action="store_true",
+                        help="decision values drawn with seeded probabilities, returned as logprobs (see above)")
+    parser.add_argument("--drop-items", type=float, default=0.0,
+                        help="share of item entries left out of long replies (see above), 0..1")
+    parser.add_argument("--drop-items-over", type=int, default=10,
+                        help="a reply is long when its item lists hold more entries than this")
+    parser.add_argument("--drop-seed", type=int, default=0)
     args = parser.parse_args()
+    if not 0.0 <= args.drop_items <= 1.0:
+        parser.error(f"--drop-items is a share in [0, 1], not {args.drop_items}")
     latency = Latency(args.latency_ms / 1000, args.jitter_ms / 1000, args.distribution, args.tokens_per_s, args.seed)
     try:
         faults = Faults(args.faults, args.fault_seed, tuple(k.strip() for k in args.fault_mix.split(",") if k.strip()),
                         args.fault_retry_after_s, args.fault_hold_s)
     except ValueError as error:
         parser.error(str(error))
-    asyncio.run(serve(latency, args.port, faults))
+    asyncio.run(serve(latency, args.port, faults, args.logprobs, Drops(args.drop_items, args.drop_items_over,
+                                                                       args.drop_seed)))
 
 
 if __name__ == "__main__":

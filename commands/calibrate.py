@@ -13,6 +13,8 @@ from rich.table import Table
 from ragcourt.commands.elements import fail_all
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
+from ragcourt.commands.progress import Tracker, track_progress
+from ragcourt.commands.validity_tables import figure, print_suite
 from ragcourt.data.loaders import (
     BundledDataset,
     DatasetError,
@@ -21,7 +23,6 @@ from ragcourt.data.loaders import (
     bundled,
     load_ragchecker_pairs,
 )
-from ragcourt.metrics.agreement import ConfidenceInterval
 from ragcourt.runs.calibration import (
     CHECK_IDS_HINT,
     JURY,
@@ -34,20 +35,14 @@ from ragcourt.runs.calibration import (
     load_labels,
     review_labels,
 )
-from ragcourt.runs.models import Models
+from ragcourt.runs.models import Models, check_model_specs
+from ragcourt.runs.validity import WICE_LENIENT, WICE_STRICT, Suite
+from ragcourt.runs.validity_suite import SuiteProgress, profile_of, run_suite
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import MetricValue, content_id
-from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec
+from ragcourt.schema.calibration import ThresholdObjective
+from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec, load_config
 from ragcourt.stores.records import RecordStore
-
-
-def _value(metric: MetricValue, interval: ConfidenceInterval | None = None) -> str:
-    if metric.value is None:
-        return f"n/a ({metric.na_reason})"
-    text = f"{metric.value:.3f}"
-    if interval is not None and interval.low is not None and interval.high is not None:
-        text += f" [{interval.low:.3f}, {interval.high:.3f}]"
-    return text
 
 
 def print_calibration(report: KindCalibration) -> None:
@@ -57,12 +52,12 @@ def print_calibration(report: KindCalibration) -> None:
         print_table(Table(title=title), ["rater", "reference", "n", "rater undecided", "no reference label",
                                          "accuracy", "Cohen's kappa"],
                     [[row.rater, row.reference, str(row.accuracy.n), str(row.n_rater_undecided),
-                      str(row.n_without_reference), _value(row.accuracy, row.accuracy_ci), _value(row.kappa, row.kappa_ci)]
+                      str(row.n_without_reference), figure(row.accuracy, row.accuracy_ci), figure(row.kappa, row.kappa_ci)]
                      for row in (*report.agreements, *report.ceiling)])
         if report.ceiling:
             console.print("(annotator rows at the bottom: human against human, the ceiling for a judge; for "
                           "'agreeing annotators' an item has no reference label when the annotators disagree)")
-        console.print(f"Fleiss' kappa among the judges: {_value(report.fleiss_judges)} "
+        console.print(f"Fleiss' kappa among the judges: {figure(report.fleiss_judges)} "
                       f"(items every judge decided: {report.fleiss_judges.n})")
         shown = [a for a in report.agreements if a.rater == report.raters[-1]]
         for row in shown:
@@ -78,8 +73,8 @@ def print_calibration(report: KindCalibration) -> None:
         title = (f"{report.kind}: correlation with human scores"
                  + (" (pairwise: preference for B)" if str(report.kind) == "pairwise" else ""))
         print_table(Table(title=title), ["rater", "reference", "n", "Pearson", "Spearman"],
-                    [[row.rater, row.reference, str(row.pearson.n), _value(row.pearson),
-                      _value(row.spearman, row.spearman_ci)] for row in report.correlations])
+                    [[row.rater, row.reference, str(row.pearson.n), figure(row.pearson),
+                      figure(row.spearman, row.spearman_ci)] for row in report.correlations])
 
 
 def _short(metric: MetricValue) -> str:
@@ -124,6 +119,32 @@ def print_review_caveat(store: RecordStore, run_id: str, human: list[HumanLabel]
 
 
 def calibrate_command(
+    suite: Annotated[Suite | None, typer.Option(help="the validity suite: a public human-labelled set in its "
+                                                    "published format, given with --file: ragchecker "
+                                                    "(human_labeled_data.json), wice (entailment_retrieval/claim "
+                                                    "*.jsonl), hotpotqa (distractor, IRCoT format)")] = None,
+    file: Annotated[Path | None, typer.Option(help="with --suite: the set's file")] = None,
+    baseline_file: Annotated[list[Path] | None, typer.Option(help="repeatable, with --suite ragchecker: "
+                                                                    "RAGChecker's baseline_*.json (their "
+                                                                    "evaluators' scores on the same instances), "
+                                                                    "reported beside ragcourt's as its meta_eval "
+                                                                    "computes them")] = None,
+    config_file: Annotated[Path | None, typer.Option("--config", help="with --suite: a YAML or TOML EvalConfig "
+                                                                       "whose judges are measured (--judge "
+                                                                       "overrides them)")] = None,
+    limit: Annotated[int | None, typer.Option(help="with --suite: only the first N claims, questions or pairs",
+                                              min=1)] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="with --suite: write the figures as JSON "
+                                                                   "here")] = None,
+    fit_threshold: Annotated[ThresholdObjective | None, typer.Option(
+        help="with --suite wice|hotpotqa: learn per judge and kind the P(yes) threshold maximising this against the "
+             "labels, with a k-fold cross-validated figure")] = None,
+    fit_on: Annotated[str | None, typer.Option(help="with --fit-threshold on wice: 'strict' (default) or "
+                                                    "'lenient' labels")] = None,
+    folds: Annotated[int, typer.Option(help="cross-validation folds of --fit-threshold", min=2)] = 5,
+    save_profile: Annotated[Path | None, typer.Option(help="with --fit-threshold: save the thresholds as a "
+                                                           "calibration profile (JSON) for `ragcourt run "
+                                                           "--calibration-profile`")] = None,
     ragchecker: Annotated[bool, typer.Option(help="the worked example: RAGChecker human-labelled pairs")] = False,
     pairs: Annotated[Path | None, typer.Option(help="a RAGChecker pairs file (default: the bundled one)")] = None,
     labels: Annotated[Path | None, typer.Option(help="JSONL of {check_id, label | score, annotator?} for "
@@ -150,14 +171,25 @@ def calibrate_command(
 
     Labels for stored checks come from a file (--labels; check ids: the check_id column of decisions.csv from
     `ragcourt report RUN --export DIR`) or from a run's review decisions (--run).
+
+    The validity suite (--suite NAME --file PATH) measures any judge configuration against a public set in its
+    published format: per check kind n, unscored, accuracy, balanced accuracy, Cohen's kappa, AUROC of P(yes)
+    where the judge gives probabilities, correlations with graded labels, bootstrap 95% intervals, and the
+    annotators' own agreement as the ceiling; --fit-threshold learns thresholds, --save-profile keeps them.
     """
+    if suite is not None:
+        _suite(suite, file, baseline_file or [], config_file, judge, logprobs, label, limit, json_path,
+               fit_threshold, fit_on, folds, save_profile, seed, bootstrap, home)
+        return
+    if file or baseline_file or config_file or json_path or fit_threshold or save_profile:
+        _fail("--file, --baseline-file, --config, --json, --fit-threshold and --save-profile go with --suite NAME")
     if not (ragchecker or pairs) and labels is None and run_id is None:
         _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
     if label and not (ragchecker or pairs):
         _fail("--label chooses among the RAGChecker annotators' labels: it needs --ragchecker or --pairs FILE")
     workspace = Workspace(home)
     from_store = not (ragchecker or pairs)
-    if from_store and not workspace.store_path.exists():  # labels and reviews name stored checks
+    if from_store and not workspace.has_store():  # labels and reviews name stored checks
         _fail(f"no record store at {workspace.store_path}")
     store = workspace.open_store()
     try:
@@ -214,6 +246,77 @@ def calibrate_command(
         _fail(f"{error.filename}: {error.strerror}")
     finally:
         store.close()
+
+
+_FIT_ON = {"strict": WICE_STRICT, "lenient": WICE_LENIENT}
+# What the suite's progress counts (runs.validity_suite.SuiteProgress)
+_JUDGED = {Suite.WICE: "judging WiCE claims", Suite.HOTPOTQA: "judging HotpotQA questions",
+           Suite.RAGCHECKER: "judging RAGChecker pairs (pairwise verdicts asked; stored ones are reused)"}
+
+
+def _told(tracker: Tracker) -> SuiteProgress:
+    def progress(done: int, total: int | None) -> None:
+        if total is not None and tracker.total != total:
+            tracker.set_total(total)
+        tracker.advance(done - tracker.completed)
+
+    return progress
+
+
+def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: Path | None, judge: list[str] | None,
+           logprobs: bool, aspects: list[HumanAspect] | None, limit: int | None, json_path: Path | None,
+           objective: ThresholdObjective | None, fit_on: str | None, folds: int, save_profile: Path | None,
+           seed: int, bootstrap: int, home: Path) -> None:
+    if file is None:
+        _fail(f"--suite {suite} needs --file PATH (the set in its published format)")
+    if save_profile is not None and objective is None:
+        _fail("--save-profile saves learned thresholds: give --fit-threshold balanced_accuracy|kappa")
+    if fit_on is not None and (suite is not Suite.WICE or fit_on not in _FIT_ON):
+        _fail("--fit-on is 'strict' or 'lenient', for --suite wice")
+    if aspects and suite is not Suite.RAGCHECKER:
+        _fail("--label chooses among the RAGChecker annotators' labels: it goes with --suite ragchecker")
+    try:
+        config = load_config(config_file) if config_file else EvalConfig()
+        if judge:
+            config = config.with_overrides(judges=[{"model": j, "logprobs": logprobs} for j in judge])
+        check_model_specs(config, str(config_file) if config_file else "options")
+    except (ConfigError, ValueError) as error:
+        _fail(str(error))
+    store = Workspace(home).open_store()
+    try:
+        try:
+            judges = Models(config, store).judges()
+        except ConfigError as error:
+            _fail(str(error))
+        models = {spec.judge_id: spec.model for spec in config.judges}
+        with track_progress(_JUDGED[suite], total=None) as tracker:
+            report = asyncio.run(run_suite(
+                suite, file, judges, models, store, limit=limit, baselines=baselines,
+                aspects=tuple(dict.fromkeys(aspects or [HumanAspect.OVERALL])), seed=seed, n_resamples=bootstrap,
+                fit=objective, fit_on=_FIT_ON[fit_on] if fit_on else None, folds=folds,
+                concurrency=config.llm_concurrency, progress=_told(tracker)))
+    except DatasetErrors as error:
+        fail_all(error, "fix them and calibrate again")
+    except DatasetError as error:
+        _fail(str(error))
+    except ValueError as error:
+        _fail(str(error))
+    except OSError as error:
+        _fail(f"{error.filename}: {error.strerror}")
+    finally:
+        store.close()
+    print_suite(report)
+    if json_path is not None:
+        json_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        console.print(escape(f"figures written to {json_path}"))
+    if save_profile is not None:
+        try:
+            profile = profile_of(report)
+        except ValueError as error:
+            _fail(str(error))
+        profile.save(save_profile)
+        console.print(escape(f"calibration profile written to {save_profile}: apply it with `ragcourt run "
+                             f"--calibration-profile {save_profile}` or `calibration_profile:` in the config"))
 
 
 def register(app: typer.Typer) -> None:

@@ -47,7 +47,7 @@ def export_elements(
     """Write one line per sample: sample_id, question, reference_answer, decomposition_id, elements, edited,
     pointer_elements (what the pointer rule would drop). Edit `elements`, then `ragcourt elements import`."""
     workspace = Workspace(home)
-    if not workspace.store_path.exists():
+    if not workspace.has_store():
         _fail(f"no record store at {workspace.store_path}")
     with workspace.open_store() as store:
         run = store.get_run(run_id)

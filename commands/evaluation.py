@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from rich.markup import escape
@@ -17,25 +17,36 @@ from ragcourt.commands.output import (
     print_element_diagnosis,
     print_method_tables,
     print_summary,
-    progress,
+    print_usage,
 )
+from ragcourt.commands.progress import track_progress
+from ragcourt.data.formats import DatasetFormat, parse_column_map
 from ragcourt.data.loaders import load_dataset
 from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.metrics.values import MetricKey
 from ragcourt.report.method_charts import write_method_charts
+from ragcourt.runs.dask_engine import DistributedRunError
+from ragcourt.runs.jury_weights import aweigh_run
 from ragcourt.runs.models import Models, prepare_run
 from ragcourt.runs.runner import ResumePlan, RunLockedError, Runner, SamplesChangedError
-from ragcourt.runs.workspace import Workspace
+from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
+from ragcourt.runs.validity_profile import profile_notes
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
-from ragcourt.schema.config import ConfigError, EvalConfig, ReviewMode
+from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile, ReviewMode
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 
 PRECOMPUTED, REFERENCE = "precomputed", "reference"
+# How a run's samples are evaluated other than by its own runner (`run --workers`: runs.dask_engine.DaskRun):
+# given the runner and the run's models, a function with `Runner.astream`'s interface.
+Engine = Callable[[Runner, Models], Callable[..., AsyncIterator[SampleDiagnostics]]]
 
 
-def read_samples(path: Path) -> list[Sample]:
-    """The samples of a JSONL / JSON / CSV file, or of a HotpotQA IRCoT file; DatasetError when unreadable."""
-    return list(load_dataset(path))
+def read_samples(path: Path, format: DatasetFormat = DatasetFormat.AUTO,
+                 column_map: Sequence[str] | None = None) -> list[Sample]:
+    """The samples of a dataset file or saved Hugging Face dataset directory in any format data.formats reads,
+    `column_map` as --map gives it; DatasetError when unreadable, ValueError for a bad map."""
+    return list(load_dataset(path, format=format, column_map=parse_column_map(column_map)))
 
 
 def build_system(kind: str, workspace: Workspace, models: Models, collection: str | None) -> RAGSystem:
@@ -55,18 +66,36 @@ def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk])
     if vectors.has_collection(collection) and vectors.count(collection) >= len(chunks):
         return 0.0
     started = time.perf_counter()
-    with progress() as bar:
-        task = bar.add_task(f"indexing {collection}", total=len(chunks))
+    with track_progress(f"indexing {collection} (chunks)", total=len(chunks)) as progress:
         for start in range(0, len(chunks), 128):
             batch = chunks[start:start + 128]
             vectors.index(collection, batch)
-            bar.advance(task, len(batch))
+            progress.advance(len(batch))
     return time.perf_counter() - started
 
 
 def reference_system_of(workspace: Workspace, collection: str) -> Callable[[Models], RAGSystem]:
     """The reference RAG on the workspace's chromadb `collection`, answered by the run's configured answerer."""
     return lambda models: ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+
+
+OTLP_HELP = ("send OpenTelemetry spans (the run, each sample, graph node and LLM call, with tokens) to this "
+             "OTLP/HTTP collector, e.g. Phoenix http://127.0.0.1:6006 (needs ragcourt[otel]); default: "
+             "`telemetry.otlp_endpoint` in the run's config, else $OTEL_EXPORTER_OTLP_ENDPOINT, else no spans")
+
+
+def telemetry_of(otlp_endpoint: str | None, config: EvalConfig) -> Telemetry:
+    """Where an evaluating command's spans go: `--otlp-endpoint` (checked as the config key
+    telemetry.otlp_endpoint is), else the config's endpoint, else the environment's (runs.telemetry); fails
+    with the reason for a bad URL or a missing extra. Call `shutdown()` on it when the command is done."""
+    from ragcourt.runs.telemetry import TelemetryUnavailableError
+
+    try:
+        if otlp_endpoint:  # not into the config itself: a run's id and stored config leave the endpoint out
+            config = config.with_overrides(telemetry={"otlp_endpoint": otlp_endpoint})
+        return Telemetry.configured(config.telemetry.otlp_endpoint)
+    except (ConfigError, ValueError, TelemetryUnavailableError) as error:
+        fail(str(error))
 
 
 def _line(d: SampleDiagnostics, stored: bool = False) -> str:
@@ -96,23 +125,24 @@ def _resume_line(run_id: str, plan: ResumePlan, n_samples: int) -> str | None:
     return f"resuming run {escape(run_id)}: {'; '.join(parts)}"
 
 
-async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Path) -> list[SampleDiagnostics]:
+async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Path,
+               stream: Callable[..., AsyncIterator[SampleDiagnostics]] | None = None) -> list[SampleDiagnostics]:
     run_id = runner.run_id
     wanted = {s.id for s in samples}
     stored: set[str] = set()
     out = []
-    with progress() as bar:
-        task = bar.add_task("evaluating", total=len(samples))
+    with track_progress("evaluating (questions)", total=len(samples)) as progress:
 
         def started(plan: ResumePlan) -> None:  # told once the run is locked and its samples are checked
+            progress.print(follow_line(run_id, home, runner.paths.run_dir))
             stored.update(plan.stored)
             line = _resume_line(run_id, plan, len(wanted))
             if line:
-                bar.console.print(line)
+                progress.print(line)
 
-        async for diagnostics in runner.astream(samples, dataset=dataset, on_start=started):
-            bar.console.print(_line(diagnostics, stored=diagnostics.sample_id in stored))
-            bar.advance(task)
+        async for diagnostics in (stream or runner.astream)(samples, dataset=dataset, on_start=started):
+            progress.print(_line(diagnostics, stored=diagnostics.sample_id in stored))
+            progress.advance(from_store=diagnostics.sample_id in stored)
             out.append(diagnostics)
     waiting = len(wanted) - len({d.sample_id for d in out})
     if waiting and runner.context.config.review_mode is ReviewMode.INLINE:
@@ -122,12 +152,22 @@ async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Pa
     return out
 
 
+def follow_line(run_id: str, home: Path, run_dir: Path) -> str:
+    """The run's id as it starts, with the commands that follow it from another terminal."""
+    where = f" --home {home}" if home != DEFAULT_HOME else ""
+    return (f"run {escape(run_id)} ({escape(str(run_dir))}): follow it with [bold]ragcourt watch {escape(run_id)}"
+            f"{escape(where)}[/bold] or [bold]ragcourt serve {escape(run_id)}{escape(where)}[/bold]")
+
+
 def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
                        samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None,
-                       check_endpoints: bool = True) -> RunSummary:
+                       check_endpoints: bool = True, telemetry: Telemetry = NO_TELEMETRY,
+                       engine: Engine | None = None) -> RunSummary:
     """Run the evaluation (resuming a run of the same id), one line per finished question, then print its
     summary, element diagnosis, method tables, charts written and LLM usage. Nothing is evaluated when an
-    endpoint cannot answer (runs.models.prepare_run; `check_endpoints=False` skips asking the servers)."""
+    endpoint cannot answer (runs.models.prepare_run; `check_endpoints=False` skips asking the servers).
+    `telemetry`: where the run's spans go (runs.telemetry; none by default). `engine`: the samples evaluated
+    elsewhere (Dask workers) instead of by this process."""
     store = workspace.open_store()
     try:
         vectors = workspace.open_vectors() if collection else None
@@ -136,20 +176,23 @@ def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Ca
                                                       check=check_endpoints))
         except (ConfigError, EndpointUnavailableError) as error:
             fail(str(error))
-        runner = Runner(context, run_id, workspace.run_dir(run_id))
+        runner = Runner(context, run_id, workspace.run_dir(run_id), telemetry=telemetry)
         try:
-            asyncio.run(_run(runner, samples, dataset, workspace.home))
-        except (RunLockedError, SamplesChangedError) as error:
+            asyncio.run(_run(runner, samples, dataset, workspace.home, engine(runner, models) if engine else None))
+            if config.reconcile is Reconcile.WEIGHTED:
+                with console.status("weighted reconciliation: estimating the jury, deciding every binary check again"):
+                    asyncio.run(aweigh_run(runner, samples))
+        except (RunLockedError, SamplesChangedError, DistributedRunError) as error:
             fail(str(error))
         summary = summarize(store, run_id)
         print_summary(summary)
+        for note in profile_notes(config):
+            console.print(escape(note))
         print_element_diagnosis(store, run_id)
         print_method_tables(store, run_id, config)
         for chart, not_written in write_method_charts(store, run_id, config, workspace.run_dir(run_id)).items():
             console.print(f"chart {chart.name}: {escape(not_written) if not_written else f'written to {chart}'}")
-        usage = models.usage.rows()
-        if usage:
-            console.print(f"LLM usage: {usage}")
+        print_usage(models.usage.rows())
         return summary
     finally:
         store.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragcourt.analysis.noise import (
+    ALL,
     DEFAULT_METRIC,
     PAIRED_BAND,
     compare_frame,
@@ -23,6 +25,7 @@ from ragcourt.analysis.noise import (
     unknown_metrics,
 )
 from ragcourt.commands.evaluation import build_system, read_samples
+from ragcourt.commands.gate import enforce_no_regression
 from ragcourt.commands.output import Home, console, existing_store, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.data.loaders import DatasetError
@@ -36,7 +39,9 @@ from ragcourt.stores.records import RecordStore
 NOISE_COLUMNS = {"group": "group", "n_questions": "n", "n_unpaired": "unpaired", "per_question_sd": "sd/question",
                  "mean_difference": "mean B-A", "band": "± band", "is_noise": "noise?"}
 COMPARE_COLUMNS = {"metric": "metric", "n_questions": "n", "mean_a": "A", "mean_b": "B", "difference": "B-A",
-                   "band": "± band", "verdict": "verdict"}
+                   "band": "± band", "verdict": "verdict", "band_from": "band from"}
+# The per-question sd `ragcourt noise` measured last, per metric: the noise band `compare` uses without --noise.
+BANDS_FILE = Path("noise") / "bands.json"
 
 NOTHING_VARIED = (
     "warning: the band of {metric} is 0 because nothing varied: both runs gave identical values on every "
@@ -136,7 +141,7 @@ def noise(
         except (DatasetError, ConfigError) as error:
             _fail(str(error))
         frozen: list[Decomposition] = []
-        if Workspace(home).store_path.exists():
+        if Workspace(home).has_store():
             with Workspace(home).open_store() as main:
                 frozen = _element_lists(main)
         key = content_id(config_file.read_text(encoding="utf-8"), [s.content_hash for s in samples], system)[:10]
@@ -162,6 +167,11 @@ def noise(
                      f"it is noise", frame, NOISE_COLUMNS)
         if nothing_varied(frame):
             console.print(escape(NOTHING_VARIED.format(metric=name)), style="yellow")
+        whole = frame.loc[frame["group"] == ALL].to_dict("records")
+        if whole and whole[0]["per_question_sd"] is not None:
+            measured = (f"repeat runs {run_a} / {run_b}" if config_file is None
+                        else f"`ragcourt noise --config {config_file}` on {dataset}")
+            _save_band(home, name, whole[0]["per_question_sd"], whole[0]["n_questions"], measured)
 
 
 def _element_lists(store: RecordStore) -> list[Decomposition]:
@@ -177,9 +187,19 @@ def compare(
     run_b: Annotated[str, typer.Argument(help="run B")],
     noise_runs: Annotated[list[str] | None, typer.Option(
         "--noise", help="twice: two runs of one configuration whose per-question sd sets the band")] = None,
+    fail_on_regression: Annotated[bool, typer.Option(
+        help="exit 1 when a metric dropped by more than its noise band (one line per drop); a metric with no "
+             "known noise band (neither --noise nor a band saved by `ragcourt noise`) is named, not failed")] = False,
+    fail_on_any_drop: Annotated[bool, typer.Option(
+        help="with --fail-on-regression: a metric without a known noise band fails on any drop")] = False,
     home: Home = DEFAULT_HOME,
 ) -> None:
-    """Per metric: mean of A and B over the questions both scored, B - A, and "noise" when inside the band."""
+    """Per metric: mean of A and B over the questions both scored, B - A, and "noise" when inside the band.
+
+    The band: from --noise (two repeat runs of one configuration), else the per-question sd that `ragcourt
+    noise` measured last for that metric (kept in HOME/noise/bands.json), else the paired band of the A-B
+    differences themselves (not run-to-run noise: --fail-on-regression does not fail on it).
+    """
     with existing_store(home) as store:
         a, b = _diagnostics(store, run_a), _diagnostics(store, run_b)
         if noise_runs:
@@ -190,9 +210,50 @@ def compare(
             frame = compare_frame(a, b, repeat_sds(x, y, [m for d in a for m in {n.name for n in d.metrics}]),
                                   f"repeat runs {noise_runs[0]} / {noise_runs[1]}")
         else:
-            frame = compare_frame(a, b)
-    source = f"repeat runs {noise_runs[0]} / {noise_runs[1]}" if noise_runs else PAIRED_BAND
+            frame = _with_saved_bands(compare_frame(a, b), a, b, _saved_bands(home))
+    source = (f"repeat runs {noise_runs[0]} / {noise_runs[1]}" if noise_runs
+              else "`ragcourt noise` where measured (HOME/noise/bands.json), else " + PAIRED_BAND)
     _print_frame(f"compare {run_a} -> {run_b}: band from {source}, z = 1.96", frame, COMPARE_COLUMNS)
+    if fail_on_regression:
+        enforce_no_regression(frame, fail_on_any_drop)
+
+
+def _save_band(home: Path, metric: str, sd: float, n_questions: int, measured: str) -> None:
+    """Keep the measured per-question sd of `metric` for later `compare` runs (the others' stay)."""
+    path = home / BANDS_FILE
+    bands = _saved_bands(home)
+    bands[metric] = {"per_question_sd": sd, "n_questions": n_questions, "measured": measured}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(bands, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    console.print(escape(f"noise band of {metric} kept in {path}: `ragcourt compare` uses it"))
+
+
+def _saved_bands(home: Path) -> dict[str, dict]:
+    path = home / BANDS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        bands = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        _fail(f"{path}: not a bands file written by `ragcourt noise` ({error}); delete it and measure again")
+    if not isinstance(bands, dict) or not all(isinstance(v, dict) and isinstance(v.get("per_question_sd"), int | float)
+                                              for v in bands.values()):
+        _fail(f"{path}: every metric needs a numeric 'per_question_sd'; delete it and measure again")
+    return bands
+
+
+def _with_saved_bands(paired: pd.DataFrame, a: list[SampleDiagnostics], b: list[SampleDiagnostics],
+                      bands: dict[str, dict]) -> pd.DataFrame:
+    """The compare frame with each metric `ragcourt noise` measured judged against its noise band; the
+    others keep the paired band."""
+    rows = paired.to_dict("records")
+    for i, row in enumerate(rows):
+        saved = bands.get(row["metric"])
+        if saved is not None and row["difference"] is not None:
+            measured = compare_frame(a, b, {row["metric"]: float(saved["per_question_sd"])},
+                                     f"`ragcourt noise`: {saved.get('measured', 'saved')}")
+            rows[i] = next(r for r in measured.to_dict("records") if r["metric"] == row["metric"])
+    return pd.DataFrame(rows, columns=paired.columns, dtype=object)
 
 
 def register(app: typer.Typer) -> None:

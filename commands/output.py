@@ -1,28 +1,47 @@
 """What every command shares: the console, the one way to fail (exit 2, a message, no traceback),
-the workspace option and its record store, progress bars and table printing."""
+the workspace option and its record store, the dataset options (--map, --format) and table printing (progress
+bars: commands.progress)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import pandas as pd
 import typer
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ragcourt.analysis.summary import RunSummary
+from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.human_scores import HumanScores
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 
-console = Console()
+
+class PipeFriendlyConsole(Console):
+    """rich's console, except that piped (not a terminal) a printed line is never wrapped at the console's width:
+    rich assumes 80 columns for a pipe and broke every per-question line of a logged run in two. Tables still
+    fit the width (print_table sizes them): only text is printed unwrapped."""
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **options: Any) -> None:
+        if soft_wrap is None and not self.is_terminal and all(isinstance(o, str) for o in objects):
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **options)
+
+
+console = PipeFriendlyConsole()
 Home = Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")]
+ColumnMapOption = Annotated[list[str] | None, typer.Option(
+    "--map", metavar="FIELD=COLUMN", help="your column names: FIELD=COLUMN[,FIELD=COLUMN...] (repeatable), e.g. "
+                  "question=query,reference_answer=gt_answer; a LangSmith export's as inputs.NAME / outputs.NAME")]
+DatasetFormatOption = Annotated[DatasetFormat, typer.Option(
+    "--format", help="auto (from the first row's fields), ragcourt, ragas (an EvaluationDataset's to_jsonl / "
+                     "to_csv), langsmith (an export of examples) or hotpotqa")]
 
 
 def fail(message: str) -> NoReturn:
@@ -33,14 +52,9 @@ def fail(message: str) -> NoReturn:
 def existing_store(home: Path) -> RecordStore:
     """The record store of the workspace `home`; fails when it has none (nothing is created)."""
     workspace = Workspace(home)
-    if not workspace.store_path.exists():
+    if not workspace.has_store():
         fail(f"no record store at {workspace.store_path}")
     return workspace.open_store()
-
-
-def progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)
 
 
 def print_table(table: Table, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -71,6 +85,27 @@ def print_table(table: Table, headers: Sequence[str], rows: Sequence[Sequence[st
     for row in rows:
         table.add_row(*map(escape, row))
     console.print(table, crop=not too_wide)
+
+
+def print_usage(rows: Sequence[Mapping[str, Any]]) -> None:
+    """LLM usage (llm.usage.UsageMeter.rows()) as a table: one row per model and role, and the total."""
+    if not rows:
+        return
+    headers = ["model", "role", "calls", "cached calls", "prompt tokens", "completion tokens", "cost (USD)"]
+    keys = ["calls", "cached_calls", "prompt_tokens", "completion_tokens"]
+
+    def cost(value: float | None) -> str:
+        return "n/a (no price)" if value is None else f"{value:.4f}"
+
+    table_rows = [[str(r["model_id"]), str(r["role"]), *(f"{r[k]:,}" for k in keys), cost(r["cost_usd"])]
+                  for r in rows]
+    if len(rows) > 1:
+        costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
+        # a total over some models only would read as the whole cost
+        total = (cost(sum(costs)) if len(costs) == len(rows) else cost(None) if not costs
+                 else "n/a (a model has no price)")
+        table_rows.append(["total", "", *(f"{sum(r[k] for r in rows):,}" for k in keys), total])
+    print_table(Table(title="LLM usage (cached calls cost nothing and add no tokens)"), headers, table_rows)
 
 
 def print_frame(title: str, frame: pd.DataFrame) -> None:

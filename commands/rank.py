@@ -10,8 +10,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.commands.output import console, print_table
+from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, console, print_table
 from ragcourt.commands.output import fail as _fail
+from ragcourt.commands.progress import Tracker, track_progress
+from ragcourt.data.formats import DatasetFormat, parse_column_map
 from ragcourt.data.loaders import DatasetError, load_dataset
 from ragcourt.metrics.dice import (
     PlacementBasis,
@@ -22,6 +24,7 @@ from ragcourt.metrics.dice import (
 from ragcourt.nodes.tournament_state import OrderProtocol, ScoreScheme
 from ragcourt.runs.models import Models
 from ragcourt.runs.ranking import (
+    MatchProgress,
     RankingReport,
     RankSettings,
     TierReport,
@@ -36,9 +39,11 @@ from ragcourt.schema import MetricValue, Sample
 from ragcourt.schema.config import EvalConfig, JudgeSpec, ThresholdJudgeSpec
 
 
-def load_references(path: Path) -> dict[str, Sample]:
-    """Questions with reference answers: a samples file, or a HotpotQA IRCoT file."""
-    return {s.id: s for s in load_dataset(path)}
+def load_references(path: Path, dataset_format: DatasetFormat = DatasetFormat.AUTO,
+                    column_map: list[str] | None = None) -> dict[str, Sample]:
+    """Questions with reference answers: any dataset data.formats reads (a samples file, Parquet, a saved Hugging
+    Face dataset, a RAGAS or LangSmith export, a HotpotQA IRCoT file), `column_map` as --map gives it."""
+    return {s.id: s for s in load_dataset(path, format=dataset_format, column_map=parse_column_map(column_map))}
 
 
 def _ci(low: float | None, high: float | None, reason: str | None) -> str:
@@ -161,8 +166,10 @@ def rank(
              "\\[@MARGIN], the mean of the answer files' numeric columns per question (Score_S(q)); A or B wins "
              "when it leads by more than MARGIN (default 0.05), else Tie. Without --judge it judges alone")] = None,
     bootstrap: Annotated[int, typer.Option(help="bootstrap resamples for the Elo intervals")] = 1000,
-    references: Annotated[Path | None, typer.Option(help="questions with reference answers (samples or "
-                                                            "HotpotQA file)")] = None,
+    references: Annotated[Path | None, typer.Option(help="questions with reference answers (any dataset `run` "
+                                                            "takes; --map and --format apply to it)")] = None,
+    column_map: ColumnMapOption = None,
+    dataset_format: DatasetFormatOption = DatasetFormat.AUTO,
     baselines: Annotated[Path | None, typer.Option(help="pool directory: evaluate one new system against its "
                                                            "High / Medium / Low baselines")] = None,
     save_baselines: Annotated[Path | None, typer.Option(help="keep the ranked answer sets as a baseline "
@@ -177,7 +184,7 @@ def rank(
         _fail("a tournament needs at least two answer files")
     try:
         answer_sets = [load_answer_set(path) for path in systems]
-        refs = load_references(references) if references else None
+        refs = load_references(references, dataset_format, column_map) if references else None
         metric_judges = tuple(ThresholdJudgeSpec.parse(m) for m in metric_judge or ())
         settings = RankSettings(mode=mode, rounds=rounds, k=k, seed=seed, questions=questions, scheme=scheme,
                                 n_bootstrap=bootstrap, orders=orders, metric_judges=metric_judges)
@@ -189,9 +196,13 @@ def rank(
         # with only metric judges given, they are the jury: no default lexical judge beside them
         judges = [] if judge is None and metric_judges else Models(config, store).judges()
         if baselines is not None:
-            print_tiers(asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs)))
+            with track_progress("matches against the baselines", total=None) as progress:
+                placed = asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs,
+                                                             on_match=_told(progress)))
+            print_tiers(placed)
             return
-        report = asyncio.run(rank_systems(answer_sets, judges, store, settings, refs))
+        with track_progress("tournament matches", total=None) as progress:
+            report = asyncio.run(rank_systems(answer_sets, judges, store, settings, refs, on_match=_told(progress)))
         print_ranking(report)
         if save_baselines is not None:
             pool = save_pool(save_baselines, report, answer_sets)
@@ -201,6 +212,14 @@ def rank(
         _fail(str(error))
     finally:
         store.close()
+
+
+def _told(progress: Tracker) -> MatchProgress:
+    def on_match(played: int, planned: int) -> None:
+        progress.set_total(planned)
+        progress.advance(played - progress.completed)
+
+    return on_match
 
 
 def register(app: typer.Typer) -> None:

@@ -49,7 +49,7 @@ def report(
     from ragcourt.report.sections import method_sections
 
     workspace = Workspace(home)
-    if not workspace.store_path.exists():
+    if not workspace.has_store():
         console.print(f"[red]error:[/red] no record store at {escape(str(workspace.store_path))}")
         raise typer.Exit(2)
     prices = parse_prices(price or [])

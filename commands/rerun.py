@@ -11,9 +11,24 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.commands.evaluation import PRECOMPUTED, REFERENCE, build_system, read_samples
-from ragcourt.commands.output import Home, console, print_summary, print_table
+from ragcourt.commands.evaluation import (
+    OTLP_HELP,
+    PRECOMPUTED,
+    REFERENCE,
+    build_system,
+    read_samples,
+    telemetry_of,
+)
+from ragcourt.commands.output import (
+    ColumnMapOption,
+    DatasetFormatOption,
+    Home,
+    console,
+    print_summary,
+    print_table,
+)
 from ragcourt.commands.output import fail as _fail
+from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
 from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.rerun import RerunResult, arerun_changed
@@ -50,15 +65,20 @@ def rerun(
         help="chromadb collection of the reference system; default: the base run's")] = None,
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: derived, so it resumes)")]
     = None,
+    column_map: ColumnMapOption = None,
+    dataset_format: DatasetFormatOption = DatasetFormat.AUTO,
+    otlp_endpoint: Annotated[str | None, typer.Option(help=OTLP_HELP)] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Evaluate only the samples whose reference answer or element list changed since the base run, and copy
-    every other row; prints which rows were re-run, why and when."""
+    every other row; prints which rows were re-run, why and when.
+
+    The re-evaluated samples' spans go where `run`'s do (--otlp-endpoint)."""
     from ragcourt.analysis.qcare_tables import element_diagnosis_lines
     from ragcourt.analysis.summary import summarize
 
     workspace = Workspace(home)
-    if not workspace.store_path.exists():
+    if not workspace.has_store():
         _fail(f"no record store at {workspace.store_path}")
     store = workspace.open_store()
     try:
@@ -67,8 +87,8 @@ def rerun(
             _fail(f"no run '{changed}' in {workspace.store_path}")
         assert base is not None
         try:
-            samples = read_samples(dataset) if dataset else store.get_samples(changed)
-        except DatasetError as error:
+            samples = read_samples(dataset, dataset_format, column_map) if dataset else store.get_samples(changed)
+        except (DatasetError, ValueError) as error:
             _fail(str(error))
         kind = system or (PRECOMPUTED if base.system == Precomputed().name else REFERENCE)
         if kind not in (PRECOMPUTED, REFERENCE):
@@ -83,12 +103,15 @@ def rerun(
             context = eval_context(config, target, store, models, vectors, collection if kind == REFERENCE else None)
         except ConfigError as error:
             _fail(str(error))
+        telemetry = telemetry_of(otlp_endpoint, config)
         try:
             result = asyncio.run(arerun_changed(context, changed, samples, new_run_id=run_id,
                                                 runs_home=workspace.home / "runs",
-                                                dataset=str(dataset) if dataset else None))
+                                                dataset=str(dataset) if dataset else None, telemetry=telemetry))
         except (RunLockedError, LookupError, ValueError) as error:
             _fail(str(error))
+        finally:
+            telemetry.shutdown()  # sends the spans still batched
         _print_result(result)
         print_summary(summarize(store, result.run.run_id))
         for line in element_diagnosis_lines(store.get_diagnostics(result.run.run_id)):

@@ -10,6 +10,7 @@ from rich.markup import escape
 from ragcourt.analysis.summary import summarize
 from ragcourt.commands.output import Home, console, existing_store, fail, print_summary
 from ragcourt.runs.rescore import rescore_run
+from ragcourt.runs.review_budget import budget_order
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import CheckKind, Label, Reconciled, Review, ReviewAction
 from ragcourt.stores.records import RecordStore
@@ -20,9 +21,15 @@ def review(
     reviewer: Annotated[str, typer.Option(help="your name, stored with every decision")] = "reviewer",
     kind: Annotated[list[CheckKind] | None, typer.Option(
         help="repeatable: only escalations of these check kinds (e.g. element_in_answer)")] = None,
+    budget: Annotated[int | None, typer.Option(
+        min=1, help="review only N escalations: those whose decisions can move the run's headline figures most "
+                    "(expected change from the verdicts' probabilities and the jury's estimates; "
+                    "runs.review_budget), most first; default: every one, in arrival order")] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
-    """Walk the run's pending escalations in the terminal; decisions override the jury."""
+    """Walk the run's pending escalations in the terminal; decisions override the jury.
+
+    A reply that is not a decision (a typo) is asked again; q or the end of input stops."""
     store = existing_store(home)
     if store.get_run(run_id) is None:
         fail(f"no run '{run_id}' in {Workspace(home).store_path}")
@@ -30,6 +37,11 @@ def review(
     if not pending:
         console.print("no pending escalations" + (f" of kind {', '.join(kind)}" if kind else ""))
         return
+    if budget is not None:
+        ordered = budget_order(store, run_id, pending)
+        console.print(f"budget: {min(budget, len(ordered))} of {len(ordered)} pending escalations, those that can "
+                      "move the headline figures most first")
+        pending = ordered[:budget]
     console.print(f"{len(pending)} escalated checks awaiting review. Keys: y/n (binary), A/B/T (pairwise), "
                   "0-10 (scores), a = accept the provisional decision, s = skip, q = quit")
     for number, rec in enumerate(pending, start=1):
@@ -49,20 +61,29 @@ def _review_one(store: RecordStore, run_id: str, rec: Reconciled, reviewer: str,
         decision = (verdict.label if verdict.label is not None else verdict.score if verdict.score is not None
                     else f"unscored ({verdict.unscored_reason})")
         console.print(f"  judge {escape(verdict.judge_id)}: {decision}  {escape(verdict.rationale)}")
-    try:
-        answer = typer.prompt("decision", default="s").strip()
-    except typer.Abort:  # end of input (a piped file ran out) or Ctrl-D: stop here, as q does
-        console.print()
-        return False
-    if answer == "q":
-        return False
-    action, label, score = _parse_decision(answer, rec, check.kind)
-    if action is None:
-        console.print("[yellow]not understood; skipped[/yellow]")
-        action = ReviewAction.SKIP
+    while True:
+        try:
+            answer = typer.prompt("decision", default="s").strip()
+        except typer.Abort:  # end of input (a piped file ran out) or Ctrl-D: stop here, as q does
+            console.print()
+            return False
+        if answer == "q":
+            return False
+        action, label, score = _parse_decision(answer, rec, check.kind)
+        if action is not None:
+            break
+        # a typo must not cost the check its turn (it used to be skipped): ask again, saying what fits
+        console.print(f"[yellow]not understood: {escape(answer)!r}[/yellow]; {_keys(rec, check.kind)}")
     store.add_review(Review(run_id=run_id, check_id=check.id, reviewer=reviewer, action=action, label=label,
                             score=score))
     return True
+
+
+def _keys(rec: Reconciled, kind: CheckKind) -> str:
+    """The replies this check takes, for the re-ask after a typo."""
+    decisions = ("y / n" if kind.is_binary else "A / B / T" if kind is CheckKind.PAIRWISE else "0-10")
+    accept = ", a = accept the provisional decision" if rec.decided else ""
+    return f"type {decisions}{accept}, s = skip, q = quit"
 
 
 def _parse_decision(answer: str, rec: Reconciled,

@@ -1,5 +1,6 @@
 """Datasets: the loaders of samples, corpora, HotpotQA and RAGChecker files, whose errors name the
-file, line and field (`loaders`); people's 0-10 ratings of a run's answers (`human_scores`); question sets generated from a corpus (`question_sets`); and the public,
+file, line and field (`loaders`), and datasets as they come: Parquet, saved Hugging Face datasets, RAGAS and
+LangSmith exports, with column maps (`formats`); people's 0-10 ratings of a run's answers (`human_scores`); question sets generated from a corpus (`question_sets`); and the public,
 human-labelled sample data shipped for the demo and tests (see data/README.md).
 
 The names below are loaded on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which

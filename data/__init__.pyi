@@ -1,5 +1,10 @@
 """The public names of ragcourt.data (see __init__.py)."""
 
+from .formats import (
+    DatasetFormat,
+    parse_column_map,
+    read_dataset,
+)
 from .human_scores import (
     HumanScores,
     load_human_scores,
@@ -37,6 +42,7 @@ __all__ = [
     "DatasetError",
     "DEFAULT_LIMITS",
     "DatasetErrors",
+    "DatasetFormat",
     "FieldLimits",
     "HumanAspect",
     "DOCUMENT_GAP_WARNING",
@@ -50,8 +56,10 @@ __all__ = [
     "load_human_scores",
     "load_ragchecker_pairs",
     "load_samples",
+    "parse_column_map",
     "pick_documents",
     "RagCheckerPair",
+    "read_dataset",
     "read_jsonl_models",
     "sample_row",
 ]

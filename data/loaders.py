@@ -24,9 +24,10 @@ import math
 import re
 import stat
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar, get_args
@@ -47,26 +48,35 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class DatasetError(ValueError):
-    """A problem in an input file, located by file, 1-based line (None: whole file) and field."""
+    """A problem in an input file, located by file, 1-based line (None: whole file) and field.
 
-    def __init__(self, file: str | Path, message: str, *, line: int | None = None, field: str | None = None):
+    `unit` names what `line` counts: "line" for text files (`file:3: ...`), "row" for Parquet files and saved
+    Hugging Face datasets, which have no lines (`file: row 3: ...`).
+    """
+
+    def __init__(self, file: str | Path, message: str, *, line: int | None = None, field: str | None = None,
+                 unit: str = "line"):
         self.file = str(file)
         self.line = line
         self.field = field
         self.message = message
+        self.unit = unit
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        if self.line is None:
+            where = self.file
+        else:
+            where = f"{self.file}:{self.line}" if self.unit == "line" else f"{self.file}: {self.unit} {self.line}"
         what = self.message if self.field is None else f"field '{self.field}': {self.message}"
         return f"{where}: {what}"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_error, (self.file, self.message, self.line, self.field))
+        return (_rebuild_error, (self.file, self.message, self.line, self.field, self.unit))
 
 
-def _rebuild_error(file: str, message: str, line: int | None, field: str | None) -> DatasetError:
-    return DatasetError(file, message, line=line, field=field)
+def _rebuild_error(file: str, message: str, line: int | None, field: str | None, unit: str = "line") -> DatasetError:
+    return DatasetError(file, message, line=line, field=field, unit=unit)
 
 
 class DatasetErrors(DatasetError):
@@ -81,7 +91,7 @@ class DatasetErrors(DatasetError):
             raise ValueError("DatasetErrors needs at least one error")
         self.errors = tuple(errors)
         first = self.errors[0]
-        super().__init__(first.file, first.message, line=first.line, field=first.field)
+        super().__init__(first.file, first.message, line=first.line, field=first.field, unit=first.unit)
 
     def __str__(self) -> str:
         return "\n".join(str(error) for error in self.errors)
@@ -106,8 +116,8 @@ class LoadResult:
     errors: tuple[DatasetError, ...] = ()
 
 
-class _RowError(Exception):
-    """A problem inside one row; the caller adds file and line."""
+class RowError(Exception):
+    """A problem inside one row; the caller adds file and line (data.formats raises it from its row adapters)."""
 
     def __init__(self, field: str | None, message: str):
         super().__init__(message)
@@ -177,7 +187,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_object_without_duplicate_keys)
 _LENIENT_DECODER = json.JSONDecoder()
 
 
-class _BadJson(_RowError):
+class _BadJson(RowError):
     """Text that is not JSON; lineno / colno are relative to the text handed to the parser."""
 
     def __init__(self, reason: str, lineno: int | None = None, colno: int | None = None):
@@ -188,14 +198,14 @@ class _BadJson(_RowError):
 
 
 def _json_value(text: str, start: int = 0, *, unique_keys: bool = True) -> tuple[Any, int]:
-    """One JSON value at `start` (after whitespace); returns (value, end). Raises _RowError on bad JSON."""
+    """One JSON value at `start` (after whitespace); returns (value, end). Raises RowError on bad JSON."""
     start = _skip_whitespace(text, start)
     try:
         return (_DECODER if unique_keys else _LENIENT_DECODER).raw_decode(text, start)
     except json.JSONDecodeError as exc:
         raise _BadJson(exc.msg, exc.lineno, exc.colno) from None
     except _DuplicateKey as exc:
-        raise _RowError(exc.key, "key appears twice in the same object") from None
+        raise RowError(exc.key, "key appears twice in the same object") from None
     except RecursionError:
         raise _BadJson("nested too deeply to parse") from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
@@ -215,7 +225,7 @@ def _json_document(path: Path, text: str) -> Any:
     except _BadJson as exc:
         column = "" if exc.colno is None else f" (column {exc.colno})"
         raise DatasetError(path, f"not valid JSON: {exc.reason}{column}", line=exc.lineno) from None
-    except _RowError as exc:
+    except RowError as exc:
         raise DatasetError(path, exc.message, field=exc.field) from None
     end = _skip_whitespace(text, end)
     if end != len(text):
@@ -279,7 +289,7 @@ def _pick(row: Mapping[str, Any], name: str, aliases: tuple[str, ...], used: set
     """The value of a field that may be spelled several ways; two spellings at once is an error."""
     present = [key for key in (name, *aliases) if key in row]
     if len(present) > 1:
-        raise _RowError(present[1], f"repeats '{present[0]}' (both spell '{name}'); keep one")
+        raise RowError(present[1], f"repeats '{present[0]}' (both spell '{name}'); keep one")
     used.update(present)
     if not present:
         return name, None
@@ -289,14 +299,14 @@ def _pick(row: Mapping[str, Any], name: str, aliases: tuple[str, ...], used: set
 def _text(field: str, value: Any, *, required: bool = False) -> str | None:
     if value is None:
         if required:
-            raise _RowError(field, "is missing")
+            raise RowError(field, "is missing")
         return None
     if not isinstance(value, str):
-        raise _RowError(field, f"must be a string, got {_type_name(value)}")
+        raise RowError(field, f"must be a string, got {_type_name(value)}")
     if required and not value.strip():
-        raise _RowError(field, "is empty")
+        raise RowError(field, "is empty")
     if required and not _visible(value):
-        raise _RowError(field, "is empty: it holds only invisible characters (zero-width spaces, joiners, marks)")
+        raise RowError(field, "is empty: it holds only invisible characters (zero-width spaces, joiners, marks)")
     return value
 
 
@@ -308,12 +318,12 @@ def _visible(text: str) -> str:
 
 def _sample_id(field: str, value: Any) -> str:
     if value is None:
-        raise _RowError("id", "is missing; every sample needs an 'id' (or 'question_id')")
+        raise RowError("id", "is missing; every sample needs an 'id' (or 'question_id')")
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise _RowError(field, f"must be a string or an integer, got {_type_name(value)}")
+        raise RowError(field, f"must be a string or an integer, got {_type_name(value)}")
     text = str(value)
     if not text.strip():
-        raise _RowError(field, "is empty")
+        raise RowError(field, "is empty")
     return text
 
 
@@ -321,10 +331,10 @@ def _string_list(field: str, value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _RowError(field, f"must be a list of strings, got {_type_name(value)}")
+        raise RowError(field, f"must be a list of strings, got {_type_name(value)}")
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise _RowError(f"{field}[{index}]", f"must be a string, got {_type_name(item)}")
+            raise RowError(f"{field}[{index}]", f"must be a string, got {_type_name(item)}")
     return tuple(value)
 
 
@@ -338,7 +348,7 @@ def _chunk(field: str, value: Any, *, rank: int | None) -> Chunk:
     if isinstance(value, str):
         return Chunk(id=paragraph_id(None, value), text=value, rank=rank)
     if not isinstance(value, dict):
-        raise _RowError(field, f"must be a string or an object with 'text', got {_type_name(value)}")
+        raise RowError(field, f"must be a string or an object with 'text', got {_type_name(value)}")
     text = _text(f"{field}.text", value.get("text"), required=True)
     assert text is not None
     title = _text(f"{field}.title", value.get("title"))
@@ -348,7 +358,7 @@ def _chunk(field: str, value: Any, *, rank: int | None) -> Chunk:
     if score is not None and (
         isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
     ):
-        raise _RowError(f"{field}.score", f"must be a finite number, got {score!r}")
+        raise RowError(f"{field}.score", f"must be a finite number, got {score!r}")
     extra = {k: v for k, v in value.items() if k not in ("id", "title", "text", "score")}
     return Chunk(id=chunk_id, text=text, title=title, score=score, rank=rank, metadata=extra)
 
@@ -357,7 +367,7 @@ def _chunks(field: str, value: Any, *, ranked: bool) -> tuple[Chunk, ...] | None
     if value is None:
         return None
     if not isinstance(value, list):
-        raise _RowError(field, f"must be a list, got {_type_name(value)}")
+        raise RowError(field, f"must be a list, got {_type_name(value)}")
     return tuple(
         _chunk(f"{field}[{i}]", item, rank=i + 1 if ranked else None) for i, item in enumerate(value)
     )
@@ -371,20 +381,20 @@ def _history(field: str, value: Any) -> tuple[Turn, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _RowError(field, f"must be a list of {{role, content}} turns, got {_type_name(value)}")
+        raise RowError(field, f"must be a list of {{role, content}} turns, got {_type_name(value)}")
     turns = []
     for index, turn in enumerate(value):
         at = f"{field}[{index}]"
         if not isinstance(turn, dict):
-            raise _RowError(at, f"must be an object with 'role' and 'content', got {_type_name(turn)}")
+            raise RowError(at, f"must be an object with 'role' and 'content', got {_type_name(turn)}")
         unknown = sorted(set(turn) - {"role", "content"})
         if unknown:
-            raise _RowError(f"{at}.{unknown[0]}", "is not a field of a turn (a turn has 'role' and 'content')")
+            raise RowError(f"{at}.{unknown[0]}", "is not a field of a turn (a turn has 'role' and 'content')")
         role = turn.get("role")
         if role is None:
-            raise _RowError(f"{at}.role", "is missing")
+            raise RowError(f"{at}.role", "is missing")
         if role not in _TURN_ROLES:
-            raise _RowError(f"{at}.role", f"must be 'user' or 'assistant', got {role!r}")
+            raise RowError(f"{at}.role", f"must be 'user' or 'assistant', got {role!r}")
         content = _text(f"{at}.content", turn.get("content"), required=True)
         assert content is not None  # required
         turns.append(Turn(role=role, content=content))
@@ -424,7 +434,7 @@ def _first_bad_text(value: Any, field: str) -> tuple[str, str] | None:
 def _refuse_bad_text(row: Mapping[str, Any]) -> None:
     bad = _first_bad_text(dict(row), "")
     if bad is not None:
-        raise _RowError(bad[0].lstrip(".") or None, bad[1])
+        raise RowError(bad[0].lstrip(".") or None, bad[1])
 
 
 _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
@@ -441,8 +451,14 @@ _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _row_to_sample(row: Mapping[str, Any]) -> Sample:
-    """Map one row (already parsed into Python values) to a Sample; raises _RowError."""
+SAMPLE_FIELDS = tuple(_KNOWN_FIELDS)
+"""The fields of a sample row, as the loaders name them (a column map's targets: data.formats)."""
+LIST_FIELDS = ("gold_answers", "gold_titles", "gold_documents", "contexts", "metadata", "history")
+"""The fields a CSV cell holds as JSON or '|'-separated text (csv_value)."""
+
+
+def sample_of_row(row: Mapping[str, Any]) -> Sample:
+    """Map one row (already parsed into Python values) to a Sample; raises RowError."""
     used: set[str] = set()
 
     def pick(name: str) -> tuple[str, Any]:
@@ -451,7 +467,7 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
     sample_id = _sample_id(*pick("id"))
     question_field, question = pick("question")
     if question is None:
-        raise _RowError("question", "is missing (also accepted: 'question_text', 'query')")
+        raise RowError("question", "is missing (also accepted: 'question_text', 'query')")
     question_text = _text(question_field, question, required=True)
     reference = _text(*pick("reference_answer"))
     gold_answers = _string_list(*pick("gold_answers"))
@@ -464,13 +480,13 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, dict):
-        raise _RowError(metadata_field, f"must be an object, got {_type_name(metadata)}")
+        raise RowError(metadata_field, f"must be an object, got {_type_name(metadata)}")
     metadata = dict(metadata)
     for key, value in row.items():
         if key in used:
             continue
         if key in metadata:
-            raise _RowError(key, "given both at top level and inside 'metadata'; keep one")
+            raise RowError(key, "given both at top level and inside 'metadata'; keep one")
         metadata[key] = value
     _refuse_bad_text(row)
     try:
@@ -488,7 +504,7 @@ def _row_to_sample(row: Mapping[str, Any]) -> Sample:
         )
     except ValidationError as exc:  # defensive: the checks above should leave nothing for pydantic
         first = exc.errors()[0]
-        raise _RowError(".".join(str(p) for p in first["loc"]) or None, first["msg"]) from None
+        raise RowError(".".join(str(p) for p in first["loc"]) or None, first["msg"]) from None
 
 
 # --------------------------------------------------------------------------- collecting rows
@@ -531,17 +547,18 @@ DEFAULT_LIMITS = FieldLimits()
 class _Collector:
     """Turns row errors into DatasetErrors, applies the error policy and checks ids are unique."""
 
-    def __init__(self, path: Path, on_error: ErrorPolicy, limits: FieldLimits = DEFAULT_LIMITS):
+    def __init__(self, path: Path, on_error: ErrorPolicy, limits: FieldLimits = DEFAULT_LIMITS, unit: str = "line"):
         self.path = path
         self.on_error = on_error
         self.limits = limits
+        self.unit = unit
         self.samples: list[Sample] = []
         self.errors: list[DatasetError] = []
         self.rows = 0
         self._id_lines: dict[str, int] = {}
 
     def fail(self, line: int | None, field: str | None, message: str) -> None:
-        error = DatasetError(self.path, message, line=line, field=field)
+        error = DatasetError(self.path, message, line=line, field=field, unit=self.unit)
         if self.on_error is ErrorPolicy.RAISE:
             raise error
         self.errors.append(error)
@@ -550,17 +567,17 @@ class _Collector:
         self,
         line: int,
         make: Callable[[], Any],
-        to_sample: Callable[[Any], Sample] = _row_to_sample,
+        to_sample: Callable[[Any], Sample] = sample_of_row,
         on_accept: Callable[[Sample], None] | None = None,
     ) -> None:
-        """Parse and convert one row; `make` produces the parsed row (and may raise _RowError)."""
+        """Parse and convert one row; `make` produces the parsed row (and may raise RowError)."""
         self.rows += 1
         try:
             row = make()
             if not isinstance(row, dict):
-                raise _RowError(None, f"expected a JSON object, got {_type_name(row)}")
+                raise RowError(None, f"expected a JSON object, got {_type_name(row)}")
             sample = to_sample(row)
-        except _RowError as exc:
+        except RowError as exc:
             self.fail(line, exc.field, exc.message)
             return
         over = next(self.limits.problems(sample), None)
@@ -569,7 +586,8 @@ class _Collector:
             return
         first = self._id_lines.get(sample.id)
         if first is not None:
-            self.fail(line, "id", f"duplicate id '{sample.id}' (first on line {first}, again on line {line})")
+            self.fail(line, "id", f"duplicate id '{sample.id}' (first on {self.unit} {first}, again on {self.unit} "
+                                  f"{line})")
             return
         self._id_lines[sample.id] = line
         self.samples.append(sample)
@@ -585,7 +603,7 @@ class _Collector:
 def _jsonl_rows(
     data: bytes,
     collector: _Collector,
-    to_sample: Callable[[Any], Sample] = _row_to_sample,
+    to_sample: Callable[[Any], Sample] = sample_of_row,
     on_accept: Callable[[Sample], None] | None = None,
 ) -> None:
     """One object per line, decoded line by line so one bad line does not hide the others."""
@@ -603,24 +621,24 @@ def _jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def _jsonl_value(raw: bytes) -> Any:
-    """The JSON value of one JSONL line; raises _RowError (bad UTF-8, a NUL byte, bad JSON)."""
+    """The JSON value of one JSONL line; raises RowError (bad UTF-8, a NUL byte, bad JSON)."""
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _RowError(
+        raise RowError(
             None, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
         ) from None
     nul = line.find("\x00")
     if nul >= 0:
-        raise _RowError(None, f"NUL byte at column {nul + 1}")
+        raise RowError(None, f"NUL byte at column {nul + 1}")
     try:
         value, end = _json_value(line)
     except _BadJson as exc:
         column = "" if exc.colno is None else f" (column {exc.colno})"
-        raise _RowError(None, f"not valid JSON: {exc.reason}{column}") from None
+        raise RowError(None, f"not valid JSON: {exc.reason}{column}") from None
     end = _skip_whitespace(line, end)
     if end != len(line):
-        raise _RowError(None, f"not valid JSON: extra data after the value (column {end + 1})")
+        raise RowError(None, f"not valid JSON: extra data after the value (column {end + 1})")
     return value
 
 
@@ -690,18 +708,27 @@ def read_jsonl_models(
         numbered = list(_jsonl_lines(_read_bytes(path)))
     except DatasetError as error:
         raise DatasetErrors([error]) from None
+    return _validated_models(path, ((number, partial(_jsonl_value, raw)) for number, raw in numbered), model, check)
+
+
+def _validated_models(
+    path: Path, rows: Iterable[tuple[int, Callable[[], Any]]], model: type[_Model],
+    check: Callable[[int, _Model], tuple[str | None, str] | None] | None,
+) -> list[tuple[int, _Model]]:
+    """(line, model) for every row of a file, each row parsed by its callable (so a parse error is that row's
+    problem), its text checked and validated; every problem of every row, then DatasetErrors."""
     items: list[tuple[int, _Model]] = []
     errors: list[DatasetError] = []
-    for number, raw in numbered:
+    for number, parse in rows:
         try:
-            row = _jsonl_value(raw)
+            row = parse()
             if not isinstance(row, dict):
-                raise _RowError(None, f"expected a JSON object, got {_type_name(row)}")
+                raise RowError(None, f"expected a JSON object, got {_type_name(row)}")
             _refuse_bad_text(row)
             item = model.model_validate(row)
             problem = check(number, item) if check is not None else None
             problems = [] if problem is None else [problem]
-        except _RowError as error:
+        except RowError as error:
             problems = [(error.field, error.message)]
         except ValidationError as error:
             problems = _pydantic_problems(error, model)
@@ -713,9 +740,33 @@ def read_jsonl_models(
     return items
 
 
+def read_json_array_models(
+    path: Path, model: type[_Model], check: Callable[[int, _Model], tuple[str | None, str] | None] | None = None
+) -> list[tuple[int, _Model]]:
+    """(line, model) for every element of a JSON file that is one list of `model` objects (a published data
+    set's own format, e.g. RAGChecker's meta-evaluation files), checked as `read_jsonl_models` checks a JSONL
+    file: every problem of every element (its line is the one the element starts on), then DatasetErrors."""
+    path = Path(path)
+    try:
+        text = _decode(path, _read_bytes(path))
+        document = _json_document(path, text)
+    except DatasetError as error:
+        raise DatasetErrors([error]) from None
+    if not isinstance(document, list) or not document:
+        found = "an empty list" if isinstance(document, list) else _type_name(document)
+        raise DatasetErrors([DatasetError(path, f"expected a JSON list of objects, got {found}")])
+    rows = ((number, partial(_json_value_at, text, offset))
+            for number, offset in _json_array_items(text, _skip_whitespace(text, 0)))
+    return _validated_models(path, rows, model, check)
+
+
+def _json_value_at(text: str, offset: int) -> Any:
+    return _json_value(text, offset)[0]
+
+
 def _corpus_chunk(path: Path, row: Any) -> Chunk:
     if not isinstance(row, dict):
-        raise _RowError(None, f"expected a JSON object with 'text', got {_type_name(row)}")
+        raise RowError(None, f"expected a JSON object with 'text', got {_type_name(row)}")
     _refuse_bad_text(row)
     text = _text("text", row.get("text"), required=True)
     assert text is not None
@@ -735,7 +786,7 @@ def load_corpus(path: Path) -> tuple[Chunk, ...]:
     for number, raw in _jsonl_lines(_read_bytes(path)):
         try:
             chunk = _corpus_chunk(path, _jsonl_value(raw))
-        except _RowError as exc:
+        except RowError as exc:
             raise DatasetError(path, exc.message, line=number, field=exc.field) from None
         if chunk.id in id_lines:
             raise DatasetError(path, f"duplicate id '{chunk.id}' (first on line {id_lines[chunk.id]}, again on "
@@ -747,28 +798,29 @@ def load_corpus(path: Path) -> tuple[Chunk, ...]:
     return tuple(chunks)
 
 
-def _csv_cell(column: str, cell: str) -> Any:
+def csv_value(column: str, cell: str) -> Any:
     """A CSV cell as a Python value: empty -> None; list / object fields as JSON or '|'-separated text."""
     if cell == "":
         return None
-    if column in ("gold_answers", "gold_titles", "gold_documents", "contexts", "metadata", "history"):
+    if column in LIST_FIELDS:
         if cell.lstrip().startswith(("[", "{")):
             try:
                 value, end = _json_value(cell)
-            except _RowError as exc:
-                raise _RowError(column, exc.message) from None
+            except RowError as exc:
+                raise RowError(column, exc.message) from None
             if _skip_whitespace(cell, end) != len(cell):
-                raise _RowError(column, "not valid JSON: extra data after the value")
+                raise RowError(column, "not valid JSON: extra data after the value")
             return value
         if column == "metadata":
-            raise _RowError(column, "must be a JSON object")
+            raise RowError(column, "must be a JSON object")
         if column == "history":
-            raise _RowError(column, 'must be a JSON list of turns, e.g. [{"role": "user", "content": "..."}]')
+            raise RowError(column, 'must be a JSON list of turns, e.g. [{"role": "user", "content": "..."}]')
         return [part.strip() for part in cell.split(CSV_LIST_SEPARATOR) if part.strip()]
     return cell
 
 
-def _csv_rows(path: Path, text: str, collector: _Collector) -> None:
+def _csv_rows(path: Path, text: str, collector: _Collector,
+              to_sample: Callable[[Any], Sample] = sample_of_row) -> None:
     reader = csv.reader(io.StringIO(text, newline=""))
     previous_limit = csv.field_size_limit(_CSV_FIELD_LIMIT)
     try:
@@ -793,27 +845,27 @@ def _csv_rows(path: Path, text: str, collector: _Collector) -> None:
             except StopIteration:
                 break
             except csv.Error as exc:
-                collector.add(start, _failing(_RowError(None, f"bad CSV: {exc}")))
+                collector.add(start, _failing(RowError(None, f"bad CSV: {exc}")), to_sample)
                 break  # the reader cannot resynchronise after a CSV syntax error
             if not cells or all(cell.strip() == "" for cell in cells):
                 continue
 
             def parse(cells: list[str] = cells) -> dict[str, Any]:
                 if len(cells) != len(columns):
-                    raise _RowError(None, f"row has {len(cells)} cells, the header has {len(columns)}")
+                    raise RowError(None, f"row has {len(cells)} cells, the header has {len(columns)}")
                 row: dict[str, Any] = {}
                 for column, cell in zip(columns, cells, strict=True):
-                    value = _csv_cell(column, cell)
+                    value = csv_value(column, cell)
                     if value is not None:
                         row[column] = value
                 return row
 
-            collector.add(start, parse)
+            collector.add(start, parse, to_sample)
     finally:
         csv.field_size_limit(previous_limit)
 
 
-def _failing(error: _RowError) -> Callable[[], Any]:
+def _failing(error: RowError) -> Callable[[], Any]:
     def fail() -> Any:
         raise error
 
@@ -825,7 +877,8 @@ def _json_row(text: str, offset: int) -> Any:
 
 
 def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
-                 limits: FieldLimits = DEFAULT_LIMITS) -> LoadResult:
+                 limits: FieldLimits = DEFAULT_LIMITS,
+                 to_sample: Callable[[dict[str, Any]], Sample] = sample_of_row) -> LoadResult:
     """Samples from a .jsonl, .json or .csv file (see the module docstring and README for the fields).
 
     Fields: id (or question_id; string or integer), question (or question_text, query), reference_answer
@@ -835,6 +888,8 @@ def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
     conversation before the question, oldest first: a list of {role: user|assistant, content} turns; in CSV a
     JSON cell).
     Unknown top-level fields go into metadata. Texts longer than `limits` are refused (FieldLimits).
+    `to_sample` turns one parsed row into a Sample (raising RowError): data.formats passes one that maps a
+    user's column names and the RAGAS / LangSmith shapes first.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -843,14 +898,27 @@ def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
     data = _read_bytes(path)
     collector = _Collector(path, on_error, limits)
     if suffix == ".jsonl":
-        _jsonl_rows(data, collector)
+        _jsonl_rows(data, collector, to_sample)
     elif suffix == ".json":
         text = _decode(path, data)
         document = _json_document(path, text)
         for line, offset in _json_samples_array(path, text, document):
-            collector.add(line, functools.partial(_json_row, text, offset))
+            collector.add(line, functools.partial(_json_row, text, offset), to_sample)
     else:
-        _csv_rows(path, _decode(path, data), collector)
+        _csv_rows(path, _decode(path, data), collector, to_sample)
+    return collector.result()
+
+
+def collect_rows(source: str | Path, rows: Iterable[tuple[int, Callable[[], Any]]], *, unit: str = "row",
+                 on_error: ErrorPolicy = ErrorPolicy.RAISE, limits: FieldLimits = DEFAULT_LIMITS,
+                 to_sample: Callable[[dict[str, Any]], Sample] = sample_of_row) -> LoadResult:
+    """Samples of rows read by another reader (Parquet, a Hugging Face dataset: data.formats), checked as the
+    file loaders check theirs: each (number, make) pair gives the row's 1-based `unit` number and a function
+    producing the parsed row (which may raise RowError); errors name `source`, the row and the field, ids must
+    be unique, `limits` apply."""
+    collector = _Collector(Path(source), on_error, limits, unit)
+    for number, make in rows:
+        collector.add(number, make, to_sample)
     return collector.result()
 
 
@@ -868,23 +936,23 @@ class HotpotQA:
 
 def _require(row: Mapping[str, Any], field: str) -> Any:
     if field not in row or row[field] is None:
-        raise _RowError(field, "is missing")
+        raise RowError(field, "is missing")
     return row[field]
 
 
 def _hotpot_paragraphs(contexts: Any) -> list[tuple[Chunk, bool]]:
     if not isinstance(contexts, list) or not contexts:
-        raise _RowError("contexts", f"must be a non-empty list of paragraphs, got {_type_name(contexts)}")
+        raise RowError("contexts", f"must be a non-empty list of paragraphs, got {_type_name(contexts)}")
     paragraphs = []
     for index, paragraph in enumerate(contexts):
         field = f"contexts[{index}]"
         if not isinstance(paragraph, dict):
-            raise _RowError(field, f"must be an object, got {_type_name(paragraph)}")
+            raise RowError(field, f"must be an object, got {_type_name(paragraph)}")
         title = _text(f"{field}.title", _require_in(paragraph, field, "title"), required=True)
         text = _text(f"{field}.paragraph_text", _require_in(paragraph, field, "paragraph_text"))
         supporting = paragraph.get("is_supporting", False)
         if not isinstance(supporting, bool):
-            raise _RowError(f"{field}.is_supporting", f"must be true or false, got {_type_name(supporting)}")
+            raise RowError(f"{field}.is_supporting", f"must be true or false, got {_type_name(supporting)}")
         assert title is not None and text is not None
         chunk = Chunk(id=paragraph_id(title, text), text=text, title=title, source=HOTPOTQA_SOURCE)
         paragraphs.append((chunk, supporting))
@@ -893,20 +961,20 @@ def _hotpot_paragraphs(contexts: Any) -> list[tuple[Chunk, bool]]:
 
 def _require_in(obj: Mapping[str, Any], prefix: str, key: str) -> Any:
     if obj.get(key) is None:
-        raise _RowError(f"{prefix}.{key}", "is missing")
+        raise RowError(f"{prefix}.{key}", "is missing")
     return obj[key]
 
 
 def _hotpot_spans(answers: Any) -> tuple[str, ...]:
     if not isinstance(answers, list) or not answers:
-        raise _RowError("answers_objects", f"must be a non-empty list, got {_type_name(answers)}")
+        raise RowError("answers_objects", f"must be a non-empty list, got {_type_name(answers)}")
     spans: list[str] = []
     for index, answer in enumerate(answers):
         if not isinstance(answer, dict):
-            raise _RowError(f"answers_objects[{index}]", f"must be an object, got {_type_name(answer)}")
+            raise RowError(f"answers_objects[{index}]", f"must be an object, got {_type_name(answer)}")
         spans.extend(_string_list(f"answers_objects[{index}].spans", answer.get("spans")))
     if not [span for span in spans if span.strip()]:
-        raise _RowError("answers_objects", "has no answer span")
+        raise RowError("answers_objects", "has no answer span")
     return tuple(spans)
 
 
@@ -966,11 +1034,14 @@ def is_hotpotqa(path: Path) -> bool:
     return b'"question_text"' in head and b'"contexts"' in head
 
 
-def load_dataset(path: Path, limits: FieldLimits = DEFAULT_LIMITS) -> tuple[Sample, ...]:
-    """The samples of a dataset file as the CLI takes it: a HotpotQA IRCoT file, or JSONL / JSON / CSV."""
-    if is_hotpotqa(path):
-        return load_hotpotqa(path, limits=limits).samples
-    return load_samples(path, limits=limits).samples
+def load_dataset(path: Path, limits: FieldLimits = DEFAULT_LIMITS, *, format: str = "auto",
+                 column_map: Mapping[str, str] | None = None) -> tuple[Sample, ...]:
+    """The samples of a dataset as the CLI takes it: a HotpotQA IRCoT file, JSONL / JSON / CSV, Parquet, a saved
+    Hugging Face dataset directory, a RAGAS EvaluationDataset file or a LangSmith export (data.formats names
+    the formats, `format` one of them, `column_map` our field -> the file's column)."""
+    from ragcourt.data.formats import DatasetFormat, read_dataset  # formats reads rows with this module
+
+    return read_dataset(path, format=DatasetFormat(format), column_map=column_map, limits=limits).samples
 
 
 def load_corpus_file(path: Path) -> tuple[Chunk, ...]:
@@ -1061,7 +1132,7 @@ _HUMAN_LABEL_FIELDS = ("correctness_label", "completeness_label", "overall_label
 def _pair_response(row: Mapping[str, Any], field: str) -> PairResponse:
     value = _require(row, field)
     if not isinstance(value, dict):
-        raise _RowError(field, f"must be an object, got {_type_name(value)}")
+        raise RowError(field, f"must be an object, got {_type_name(value)}")
     name = _text(f"{field}.model_name", _require_in(value, field, "model_name"), required=True)
     response = _text(f"{field}.response", _require_in(value, field, "response"))
     critiques = _text(f"{field}.critiques", value.get("critiques"))
@@ -1072,7 +1143,7 @@ def _pair_response(row: Mapping[str, Any], field: str) -> PairResponse:
 def _human_score(row: Mapping[str, Any], field: str) -> int:
     value = _require(row, field)
     if isinstance(value, bool) or not isinstance(value, int) or not -2 <= value <= 2:
-        raise _RowError(field, f"must be an integer from -2 to 2, got {value!r}")
+        raise RowError(field, f"must be an integer from -2 to 2, got {value!r}")
     return value
 
 
@@ -1095,10 +1166,10 @@ def load_ragchecker_pairs(path: Path) -> tuple[RagCheckerPair, ...]:
         try:
             row, _ = _json_value(text, offset)
             if not isinstance(row, dict):
-                raise _RowError(None, f"expected a JSON object, got {_type_name(row)}")
+                raise RowError(None, f"expected a JSON object, got {_type_name(row)}")
             instance_id = _require(row, "instance_id")
             if isinstance(instance_id, bool) or not isinstance(instance_id, int):
-                raise _RowError("instance_id", f"must be an integer, got {_type_name(instance_id)}")
+                raise RowError("instance_id", f"must be an integer, got {_type_name(instance_id)}")
             query_id = row.get("query_id")
             pair = RagCheckerPair(
                 instance_id=instance_id,
@@ -1117,14 +1188,14 @@ def load_ragchecker_pairs(path: Path) -> tuple[RagCheckerPair, ...]:
             for field in ("dataset", "query_id", "query", "gt_answer", "model1", "model2"):
                 if getattr(known, field) != getattr(pair, field):
                     first = known.annotations[0].line
-                    raise _RowError(
+                    raise RowError(
                         field, f"differs from the record of instance {instance_id} on line {first}"
                     )
             pairs[instance_id] = RagCheckerPair(
                 **{f: getattr(known, f) for f in RagCheckerPair.__dataclass_fields__ if f != "annotations"},
                 annotations=known.annotations + pair.annotations,
             )
-        except _RowError as exc:
+        except RowError as exc:
             raise DatasetError(path, exc.message, line=line, field=exc.field) from None
     return tuple(pairs.values())
 

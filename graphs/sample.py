@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -28,22 +31,26 @@ from ragcourt.nodes.retriever_perturber import retrieve_perturb
 from ragcourt.nodes.scorer import score
 from ragcourt.nodes.state import EvalContext, SampleState
 
+NodeWrapper = Callable[[str, Any], Any]
+"""Given a node's name and function, the function run in its place (runs.telemetry: a span around it)."""
+
 
 def build_sample_graph(
-    checkpointer: BaseCheckpointSaver | None = None,
+    checkpointer: BaseCheckpointSaver | None = None, wrap_node: NodeWrapper | None = None,
 ) -> CompiledStateGraph[SampleState, EvalContext, SampleState, SampleState]:
     graph = StateGraph(SampleState, context_schema=EvalContext)
-    graph.add_node(SPLIT_INPUTS, decompose_inputs)
-    graph.add_node(RETRIEVE, retrieve_perturb)
-    graph.add_node(ANSWER, answer)
-    graph.add_node(SPLIT_ANSWERS, decompose_answers)
-    graph.add_node(PLAN_CHECKS, plan_checks)
+    wrap: NodeWrapper = wrap_node or (lambda _, node: node)
+    graph.add_node(SPLIT_INPUTS, wrap(SPLIT_INPUTS, decompose_inputs))
+    graph.add_node(RETRIEVE, wrap(RETRIEVE, retrieve_perturb))
+    graph.add_node(ANSWER, wrap(ANSWER, answer))
+    graph.add_node(SPLIT_ANSWERS, wrap(SPLIT_ANSWERS, decompose_answers))
+    graph.add_node(PLAN_CHECKS, wrap(PLAN_CHECKS, plan_checks))
     # LangGraph's node protocols name the input parameter `state` (callable by keyword), though LangGraph
     # passes it positionally: judge's is `task`, the JudgeTask its Send carries, so no overload matches.
-    graph.add_node(JUDGE, judge)
-    graph.add_node(RECONCILE, reconcile)
-    graph.add_node(HUMAN_REVIEW, human_review)
-    graph.add_node(SCORE, score)
+    graph.add_node(JUDGE, wrap(JUDGE, judge))
+    graph.add_node(RECONCILE, wrap(RECONCILE, reconcile))
+    graph.add_node(HUMAN_REVIEW, wrap(HUMAN_REVIEW, human_review))
+    graph.add_node(SCORE, wrap(SCORE, score))
 
     graph.add_edge(START, RETRIEVE)
     graph.add_edge(RETRIEVE, ANSWER)

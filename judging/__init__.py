@@ -45,7 +45,7 @@ from ragcourt.judging.llm_judge import (
     PairwiseDecision,
     render_batch,
 )
-from ragcourt.judging.reconciliation import reconcile_check
+from ragcourt.judging.reconciliation import reconcile_check, reconcile_weighted
 
 __all__ = [
     "BaselineJudge",
@@ -72,6 +72,7 @@ __all__ = [
     "frozen_split",
     "read_labels",
     "reconcile_check",
+    "reconcile_weighted",
     "render_batch",
     "render_combined",
     "split_for_sample",

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragcourt.metrics.cuer import answered_yes_no, bare_yes_no
 from ragcourt.metrics.text import content_tokens, numbers, overlap, sentences
 from ragcourt.schema import Check, CheckKind, Label, UnscoredReason, Verdict, VerdictStatus
+
+if TYPE_CHECKING:
+    from ragcourt.stores.embeddings import EmbeddingCache
 
 
 class BaselineRule(StrEnum):
@@ -65,6 +68,16 @@ class BaselineJudge:
     rule: BaselineRule
     embed: Embed | None = None
     name: str | None = None  # the JudgeSpec id, when the configuration names this judge
+    # The judge's own cache of `embed`: a claim meets the same evidence sentences in several checks
+    # (sub-query in chunk, claim supported), and a long evidence text was embedded again for each.
+    _cached: EmbeddingCache | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.embed is not None:
+            # Here, not at the top: stores.embeddings imports chromadb, which `ragcourt.judging` must not load.
+            from ragcourt.stores.embeddings import EmbeddingCache
+
+            self._cached = EmbeddingCache(self.embed)
 
     @property
     def judge_id(self) -> str:
@@ -78,11 +91,11 @@ class BaselineJudge:
     def _similarity(self, subject: str, target: str) -> float:
         if self.rule is BaselineRule.LEXICAL:
             return overlap(subject, target)
-        assert self.embed is not None
+        assert self._cached is not None
         # The best single sentence, not the whole target: an element stated in the fifth chunk of a
         # long context must not be diluted by (or cut off with) the other chunks.
         windows = sentences(target) or [target]
-        vectors = np.asarray(self.embed([subject, *windows]), dtype=np.float64)
+        vectors = np.asarray(self._cached([subject, *windows]), dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1)
         if norms[0] == 0:
             return 0.0
@@ -137,8 +150,8 @@ class BaselineJudge:
         return float(np.mean([self._cosine(answer, target) for target in targets]))
 
     def _cosine(self, first: str, second: str) -> float:
-        assert self.embed is not None
-        vectors = np.asarray(self.embed([first, second]), dtype=np.float64)
+        assert self._cached is not None
+        vectors = np.asarray(self._cached([first, second]), dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1)
         return float(vectors[0] @ vectors[1] / max(norms[0] * norms[1], 1e-12))
 

@@ -8,7 +8,7 @@ or field is missing from the reply gets no label (the judge makes it `unscored`,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,10 +20,17 @@ from ragcourt.schema import Check, CheckKind, Label
 COMBINABLE = frozenset({
     CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER, CheckKind.SUBQUERY_IN_CHUNK,
     CheckKind.SUBQUERY_ANSWERED, CheckKind.CLAIM_SUPPORTED, CheckKind.CLAIM_SERVES_SUBQUERY,
+    CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_CHUNK,
 })
 """The kinds one combined call can decide (the alignment checks; not dimension scores or pairwise)."""
 
 YesNo = Literal["yes", "no"]
+ELEMENT_KINDS = frozenset({CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER, CheckKind.ELEMENT_IN_CHUNK})
+SUBQUERY_KINDS = frozenset({CheckKind.SUBQUERY_IN_CHUNK, CheckKind.SUBQUERY_ANSWERED})
+MAX_REPLY_ITEMS = 30
+"""Items (elements, sub-queries, claims) one combined reply may list in batching `joint`: a reply entry is about
+60 tokens of reasoning and decisions, so 30 stay well inside the 4k-token output limit common to chat models;
+longer batches are cut into as few calls as fit (`split_for_reply`)."""
 
 
 class ElementCheck(BaseModel):
@@ -53,11 +60,26 @@ class ClaimCheck(BaseModel):
     )
 
 
+# The reference-side fields (method reference) live in their own reply model and prompt, so a batch without
+# those kinds sends the same request as before they existed (same schema, prompt and cache key).
+class ElementChunksCheck(ElementCheck):
+    chunk_ids: list[str] | None = Field(
+        default=None, description="ids of the chunks (e.g. ctx_0) that state it; null if not asked"
+    )
+
+
+class ClaimReferenceCheck(ClaimCheck):
+    in_reference: YesNo | None = Field(
+        default=None, description="does the reference answer support the claim; null if not asked"
+    )
+
+
 # The yes / no fields of a combined reply, by the check kind they decide (the others are lists of linked ids).
 COMBINED_DECISION_KEYS: dict[CheckKind, str] = {
     CheckKind.ELEMENT_IN_CONTEXT: "in_context",
     CheckKind.ELEMENT_IN_ANSWER: "in_answer",
     CheckKind.SUBQUERY_ANSWERED: "answered",
+    CheckKind.CLAIM_IN_REFERENCE: "in_reference",
 }
 
 
@@ -67,6 +89,18 @@ class CombinedJudgements(BaseModel):
     elements: list[ElementCheck] = Field(default_factory=list)
     subqueries: list[SubqueryCheck] = Field(default_factory=list)
     claims: list[ClaimCheck] = Field(default_factory=list)
+
+
+class CombinedReferenceJudgements(BaseModel):
+    """CombinedJudgements with the reference-side checks too: elements x chunks, claims against the reference."""
+
+    elements: list[ElementChunksCheck] = Field(default_factory=list)
+    subqueries: list[SubqueryCheck] = Field(default_factory=list)
+    claims: list[ClaimReferenceCheck] = Field(default_factory=list)
+
+
+REFERENCE_KINDS = frozenset({CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_CHUNK})
+CombinedReply = CombinedJudgements | CombinedReferenceJudgements
 
 
 # --------------------------------------------------------------------------- rendering
@@ -81,6 +115,7 @@ class CombinedBatch:
     subqueries: dict[str, str]
     claims: dict[str, str]
     chunks: dict[str, str]
+    schema: type[CombinedJudgements] | type[CombinedReferenceJudgements] = CombinedJudgements
 
 
 def _unique(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -108,8 +143,12 @@ def context_segments(context: str, chunk_texts: Sequence[str]) -> list[str] | No
     return segments if chunk_texts and not context[position:].strip() else None
 
 
-def render_combined(checks: Sequence[Check]) -> CombinedBatch:
-    """One prompt for all (combinable) checks of one sample and condition, the evidence shown once."""
+def render_combined(checks: Sequence[Check], *, answered_from_links: bool = False) -> CombinedBatch:
+    """One prompt for all (combinable) checks of one sample and condition, the evidence shown once.
+
+    `answered_from_links` (batching joint): a batch with claim-serves-sub-query checks and no sufficiency check
+    also asks each sub-query's "answered" on the claims the same reply lists as serving it, R(q) of seed 002
+    3.4.2 as this judge finds it, so the sufficiency round needs no call of its own (`ANSWERED_FROM_LINKS`)."""
     by_kind: dict[CheckKind, list[Check]] = {}
     for check in checks:
         if check.kind not in COMBINABLE:
@@ -122,11 +161,14 @@ def render_combined(checks: Sequence[Check]) -> CombinedBatch:
     def targets(*kinds: CheckKind) -> list[tuple[str, str]]:
         return _unique([(c.target_id, c.target_text) for k in kinds for c in by_kind.get(k, ())])
 
-    elements = _shown("E", subjects(CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER))
+    elements = _shown("E", subjects(CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER,
+                                    CheckKind.ELEMENT_IN_CHUNK))
     subqueries = _shown("Q", _unique([*subjects(CheckKind.SUBQUERY_IN_CHUNK, CheckKind.SUBQUERY_ANSWERED),
                                       *targets(CheckKind.CLAIM_SERVES_SUBQUERY)]))
-    claims = _shown("C", subjects(CheckKind.CLAIM_SUPPORTED, CheckKind.CLAIM_SERVES_SUBQUERY))
-    chunk_pairs = targets(CheckKind.SUBQUERY_IN_CHUNK, CheckKind.CLAIM_SUPPORTED)
+    claims = _shown("C", subjects(CheckKind.CLAIM_SUPPORTED, CheckKind.CLAIM_SERVES_SUBQUERY,
+                                  CheckKind.CLAIM_IN_REFERENCE))
+    chunk_pairs = targets(CheckKind.SUBQUERY_IN_CHUNK, CheckKind.CLAIM_SUPPORTED, CheckKind.ELEMENT_IN_CHUNK)
+    references = targets(CheckKind.CLAIM_IN_REFERENCE)
     contexts = targets(CheckKind.ELEMENT_IN_CONTEXT)
     answers = targets(CheckKind.ELEMENT_IN_ANSWER)
     claim_sets = _unique([(c.subject_id, c.target_text) for c in by_kind.get(CheckKind.SUBQUERY_ANSWERED, ())])
@@ -144,6 +186,11 @@ def render_combined(checks: Sequence[Check]) -> CombinedBatch:
         evidence.append("Retrieved context:\n" + "\n\n".join(untrusted(t, "CONTEXT") for _, t in contexts))
     if answers:
         evidence.append("Answer:\n" + "\n\n".join(untrusted(t, "ANSWER") for _, t in answers))
+    for _, reference in references:  # one: a sample has one reference (as its frozen elements, one a line)
+        if reference.splitlines() == [text for _, text in elements.values()]:  # sent once, as the elements
+            evidence.append("Reference answer: the elements of the reference answer listed below, taken together.")
+        else:
+            evidence.append("Reference answer (its elements):\n" + untrusted(reference, "REFERENCE"))
     if claim_sets:  # seed 002 3.4.2: each sub-query is judged on its own related claims R(q), shown with it
         shown_as = {our_id: sid for sid, (our_id, _) in subqueries.items()}
         evidence.append("Answer claims related to each sub-query (judge whether it is answered with these only):\n"
@@ -156,19 +203,60 @@ def render_combined(checks: Sequence[Check]) -> CombinedBatch:
         items.append("Sub-queries of the question:\n" + _block(subqueries, "SUBQUERY"))
     if claims:
         items.append("Claims of the answer:\n" + _block(claims, "CLAIM"))
-    prompt = load_prompt(PromptId.JUDGE_COMBINED).render(
+    with_reference = bool(REFERENCE_KINDS & set(by_kind))
+    prompt_id = PromptId.JUDGE_COMBINED_REFERENCE if with_reference else PromptId.JUDGE_COMBINED
+    prompt = load_prompt(prompt_id).render(
         # One sample's checks: those of the kinds that show the history all carry the same one (element
         # checks carry none).
         question=question_block(checks[0].question, next((c.history for c in checks if c.history), ())),
         evidence="\n\n".join(evidence) or "(none)",
         items="\n\n".join(items),
-        tasks="\n".join(f"- {TASKS[kind]}" for kind in sorted(by_kind, key=list(TASKS).index)),
+        tasks="\n".join([f"- {TASKS[kind]}" for kind in sorted(by_kind, key=list(TASKS).index)]
+                        + ([f"- {ANSWERED_FROM_LINKS}"] if asks_answered_from_links(by_kind, answered_from_links) else [])),
     )
 
     def ids(shown: dict[str, tuple[str, str]]) -> dict[str, str]:
         return {sid: our_id for sid, (our_id, _) in shown.items()}
 
-    return CombinedBatch(prompt, ids(elements), ids(subqueries), ids(claims), ids(chunks))
+    return CombinedBatch(prompt, ids(elements), ids(subqueries), ids(claims), ids(chunks),
+                         CombinedReferenceJudgements if with_reference else CombinedJudgements)
+
+
+def _item_of(check: Check) -> tuple[str, str]:
+    """The listed item a check is answered under: its subject, as an element, a sub-query or a claim."""
+    group = "E" if check.kind in ELEMENT_KINDS else "Q" if check.kind in SUBQUERY_KINDS else "C"
+    return group, check.subject_id
+
+
+def split_for_reply(checks: Sequence[Check], limit: int = MAX_REPLY_ITEMS) -> list[list[Check]]:
+    """The checks of one combined batch in as few calls as keep each reply within `limit` items: the items in
+    the order they are listed (elements, sub-queries, claims), cut into ceil(n / limit) consecutive parts of
+    near-equal size, each check with its item. Deterministic, so a re-run asks the same calls (and hits the
+    cache). A part still lists the sub-queries its claims are linked to (as targets)."""
+    order = {"E": 0, "Q": 1, "C": 2}
+    items = sorted(dict.fromkeys(_item_of(c) for c in checks), key=lambda item: order[item[0]])
+    if len(items) <= limit:
+        return [list(checks)]
+    parts = -(-len(items) // limit)
+    size, extra = divmod(len(items), parts)
+    part_of, start = {}, 0
+    for index in range(parts):
+        end = start + size + (1 if index < extra else 0)
+        part_of.update(dict.fromkeys(items[start:end], index))
+        start = end
+    out: list[list[Check]] = [[] for _ in range(parts)]
+    for check in checks:
+        out[part_of[_item_of(check)]].append(check)
+    return out
+
+
+ANSWERED_FROM_LINKS = ('subqueries "answered": do the claims you list as serving each sub-query (in their '
+                       '"served_subquery_ids") together answer it fully? "no" when no claim serves it')
+
+
+def asks_answered_from_links(kinds: Collection[CheckKind], wanted: bool) -> bool:
+    """Whether a combined batch asks ANSWERED_FROM_LINKS: wanted, serve checks in it and no sufficiency check."""
+    return wanted and CheckKind.CLAIM_SERVES_SUBQUERY in kinds and CheckKind.SUBQUERY_ANSWERED not in kinds
 
 
 TASKS: dict[CheckKind, str] = {
@@ -179,6 +267,8 @@ TASKS: dict[CheckKind, str] = {
                                  'above) answer it fully?',
     CheckKind.CLAIM_SUPPORTED: 'claims "supporting_chunk_ids": which chunks support each claim?',
     CheckKind.CLAIM_SERVES_SUBQUERY: 'claims "served_subquery_ids": which sub-queries does each claim serve?',
+    CheckKind.CLAIM_IN_REFERENCE: 'claims "in_reference": does the reference answer support each claim?',
+    CheckKind.ELEMENT_IN_CHUNK: 'elements "chunk_ids": which chunks state each element?',
 }
 
 
@@ -200,7 +290,7 @@ def _yes_no(value: YesNo | None) -> Label | None:
     return None if value is None else Label(value)
 
 
-def read_labels(batch: CombinedBatch, reply: CombinedJudgements, checks: Sequence[Check]) -> dict[str, tuple[Label, str] | None]:
+def read_labels(batch: CombinedBatch, reply: CombinedReply, checks: Sequence[Check]) -> dict[str, tuple[Label, str] | None]:
     """check id -> (label, reasoning), or None when the reply has no entry or no field for that check."""
     def entries(listed: Sequence[ElementCheck | SubqueryCheck | ClaimCheck], shown: dict[str, str]) -> dict:
         return {shown[shown_id(e.item_id)]: e for e in listed if shown_id(e.item_id) in shown}
@@ -212,12 +302,15 @@ def read_labels(batch: CombinedBatch, reply: CombinedJudgements, checks: Sequenc
     for check in checks:
         label: Label | None = None
         entry: ElementCheck | SubqueryCheck | ClaimCheck | None
-        if check.kind in (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER):
+        if check.kind in ELEMENT_KINDS:
             entry = elements.get(check.subject_id)
             if isinstance(entry, ElementCheck):
-                chosen = entry.in_context if check.kind is CheckKind.ELEMENT_IN_CONTEXT else entry.in_answer
-                label = _yes_no(chosen)
-        elif check.kind in (CheckKind.SUBQUERY_IN_CHUNK, CheckKind.SUBQUERY_ANSWERED):
+                if check.kind is CheckKind.ELEMENT_IN_CHUNK:
+                    label = (_linked(entry.chunk_ids, batch.chunks, check.target_id)
+                             if isinstance(entry, ElementChunksCheck) else None)
+                else:
+                    label = _yes_no(entry.in_context if check.kind is CheckKind.ELEMENT_IN_CONTEXT else entry.in_answer)
+        elif check.kind in SUBQUERY_KINDS:
             entry = subqueries.get(check.subject_id)
             if isinstance(entry, SubqueryCheck):
                 label = (_linked(entry.chunk_ids, batch.chunks, check.target_id)
@@ -225,8 +318,11 @@ def read_labels(batch: CombinedBatch, reply: CombinedJudgements, checks: Sequenc
         else:
             entry = claims.get(check.subject_id)
             if isinstance(entry, ClaimCheck):
-                label = (_linked(entry.supporting_chunk_ids, batch.chunks, check.target_id)
-                         if check.kind is CheckKind.CLAIM_SUPPORTED
-                         else _linked(entry.served_subquery_ids, batch.subqueries, check.target_id))
+                if check.kind is CheckKind.CLAIM_SUPPORTED:
+                    label = _linked(entry.supporting_chunk_ids, batch.chunks, check.target_id)
+                elif check.kind is CheckKind.CLAIM_IN_REFERENCE:
+                    label = _yes_no(entry.in_reference) if isinstance(entry, ClaimReferenceCheck) else None
+                else:
+                    label = _linked(entry.served_subquery_ids, batch.subqueries, check.target_id)
         out[check.id] = None if label is None or entry is None else (label, entry.reasoning)
     return out

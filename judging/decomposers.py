@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
@@ -77,6 +77,60 @@ class ElementList(BaseModel):
     elements: list[str] = Field(description="one fact or condition each, self-contained, in answer order")
 
 
+class JointSplit(BaseModel):
+    """The splits of one sample asked in one call (batching joint, prompt split_joint): a split not asked, or
+    left out by the model, is null."""
+
+    query_type: QueryType | None = Field(
+        default=None, description="single_focus, multi_aspect or multi_step; null if sub-queries are not asked")
+    sub_queries: list[str] | None = Field(
+        default=None, description="the question itself for single_focus, else one self-contained sub-query each; "
+        "null if not asked")
+    elements: list[str] | None = Field(
+        default=None, description="elements of the reference answer, one fact or condition each; null if not asked")
+    claims: list[str] | None = Field(
+        default=None, description="atomic claims of the answer, self-contained; null if not asked")
+
+
+@dataclass(frozen=True)
+class SplitRequest:
+    """One split a sample needs: its kind and text (the question, the reference or the answer)."""
+
+    kind: DecompositionKind
+    text: str
+
+
+JOINT_SPLIT_MAX_CHARS = 12_000
+"""The most input text (question, reference and answer together) one joint split call takes: a split's reply is
+about as long as its text, so this keeps a reply near 3k tokens; longer samples get as few calls as fit."""
+
+_JOINT_FIELDS = {DecompositionKind.SUBQUERIES: "sub_queries", DecompositionKind.ELEMENTS: "elements",
+                 DecompositionKind.CLAIMS: "claims"}
+_JOINT_ORDER = (DecompositionKind.SUBQUERIES, DecompositionKind.ELEMENTS, DecompositionKind.CLAIMS)
+_JOINT_TASKS = {
+    DecompositionKind.SUBQUERIES: '"query_type" and "sub_queries": the question into sub-queries',
+    DecompositionKind.ELEMENTS: '"elements": the reference answer into elements',
+    DecompositionKind.CLAIMS: '"claims": the answer into atomic claims',
+}
+
+
+@runtime_checkable
+class JointDecomposer(Protocol):
+    """A decomposer that can also make several splits of one sample in one call (batching joint)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def prompt_hash(self, kind: DecompositionKind) -> str: ...
+
+    def joint_prompt_hash(self) -> str: ...
+
+    async def split_joint(self, requests: Sequence[SplitRequest], question: str,
+                          history: tuple[Turn, ...] = ()) -> dict[DecompositionKind, Split | None]:
+        """One call for all `requests`: a Split per kind, None for a split the reply left out."""
+        ...
+
+
 _PROMPTS = {
     DecompositionKind.SUBQUERIES: PromptId.DECOMPOSE_QUESTION,
     DecompositionKind.CLAIMS: PromptId.DECOMPOSE_ANSWER,
@@ -122,6 +176,40 @@ class LLMDecomposer:
             return Split(items=items, query_type=value.query_type)
         listed = value.claims if isinstance(value, ClaimList) else value.elements
         return Split(items=tuple(s.strip() for s in listed if s.strip()))
+
+    def joint_prompt_hash(self) -> str:
+        return load_prompt(PromptId.SPLIT_JOINT).hash
+
+    async def split_joint(self, requests: Sequence[SplitRequest], question: str,
+                          history: tuple[Turn, ...] = ()) -> dict[DecompositionKind, Split | None]:
+        kinds = {r.kind: r.text for r in requests}
+        inputs = []
+        if DecompositionKind.ELEMENTS in kinds:
+            inputs.append("Reference answer:\n" + untrusted(kinds[DecompositionKind.ELEMENTS], "REFERENCE"))
+        if DecompositionKind.CLAIMS in kinds:
+            inputs.append("Answer:\n" + untrusted(kinds[DecompositionKind.CLAIMS], "ANSWER"))
+        rendered = load_prompt(PromptId.SPLIT_JOINT).render(
+            question=question_block(question, history), inputs="\n\n".join(inputs) or "(only the question)",
+            tasks="\n".join(f"- {_JOINT_TASKS[kind]}" for kind in _JOINT_ORDER if kind in kinds))
+        result = await self.client.structured_call(
+            [SystemMessage("You decompose texts into units for evaluation. Reply as JSON."), HumanMessage(rendered)],
+            JointSplit,
+        )
+        value = result.value
+        if value is None:
+            failed = Split(items=(), status=VerdictStatus.UNSCORED, unscored_reason=result.reason)
+            return dict.fromkeys(kinds, failed)
+        out: dict[DecompositionKind, Split | None] = {}
+        for kind in kinds:
+            listed: list[str] | None = getattr(value, _JOINT_FIELDS[kind])
+            if listed is None:
+                out[kind] = None
+            elif kind is DecompositionKind.SUBQUERIES:
+                items = tuple(s.strip() for s in listed if s.strip()) or (question,)
+                out[kind] = Split(items=items, query_type=value.query_type or QueryType.SINGLE_FOCUS)
+            else:
+                out[kind] = Split(items=tuple(s.strip() for s in listed if s.strip()))
+        return out
 
 
 # Split after a '?' (kept, so every part still reads as a question) or at a ';'.
@@ -227,3 +315,136 @@ async def _stored_or_new(
     await store.aput(record)
     # Another process may have stored its split of the same text first; the stored one is the frozen one.
     return await asyncio.to_thread(store.get_decomposition, record_id) or record
+
+
+def joint_groups(requests: Sequence[SplitRequest], max_chars: int = JOINT_SPLIT_MAX_CHARS) -> list[list[SplitRequest]]:
+    """The requests in as few calls as keep each call's texts within `max_chars`: in the prompt's order
+    (sub-queries, elements, claims), a new call when the next text would not fit. Deterministic."""
+    ordered = sorted(requests, key=lambda r: _JOINT_ORDER.index(r.kind))
+    groups: list[list[SplitRequest]] = []
+    size = 0
+    for request in ordered:
+        if not groups or size + len(request.text) > max_chars:
+            groups.append([])
+            size = 0
+        groups[-1].append(request)
+        size += len(request.text)
+    return groups
+
+
+def _joint_record_id(model_id: str, kind: DecompositionKind, text: str, prompt_hash: str, question: str,
+                     history: tuple[Turn, ...]) -> str:
+    # As frozen_split keys a split: claims by the question too; the history where the prompt shows it.
+    return Decomposition.make_id(kind, text, prompt_hash, model_id,
+                                 question=question if kind is DecompositionKind.CLAIMS else None,
+                                 history=history if kind is not DecompositionKind.ELEMENTS else ())
+
+
+async def joint_splits(
+    store: RecordStore, decomposer: Decomposer, requests: Sequence[SplitRequest], question: str, *,
+    run_id: str, sample_id: str, pinned: Sequence[Decomposition] = (), in_flight: SplitsInFlight | None = None,
+    history: tuple[Turn, ...] = (),
+) -> dict[DecompositionKind, Decomposition]:
+    """The splits one sample of one run is evaluated with, those not frozen yet made in one call (batching joint).
+
+    Each kind as `split_for_sample` has it: a split pinned to the run is kept; else the frozen one (the per-kind
+    prompt's first, so element lists frozen before, possibly edited by a person, stay; then the joint prompt's);
+    else made. The ones to make go in one call of the joint prompt (`joint_groups`: more when the texts are
+    long); a split the reply leaves out is asked again once, in one call for those, and is unscored (not stored)
+    if still missing. Concurrent samples needing the same split share one call (`in_flight`, keyed by record id).
+    A decomposer without a joint call (the sentence rules) makes each split on its own, as before.
+    """
+    out: dict[DecompositionKind, Decomposition] = {}
+    outdated: set[DecompositionKind] = set()
+    wanted: list[SplitRequest] = []
+    for request in requests:
+        kept = next((p for p in pinned if p.kind is request.kind), None)
+        if kept is not None and kept.source_text == request.text:
+            out[request.kind] = kept
+            continue
+        if kept is not None:
+            outdated.add(request.kind)  # the sample's text changed since (a resumed run over an edited dataset)
+        wanted.append(request)
+    if not isinstance(decomposer, JointDecomposer):
+        made = await asyncio.gather(*(frozen_split(store, decomposer, r.kind, r.text, question, in_flight,
+                                                   history=history if r.kind is not DecompositionKind.ELEMENTS else ())
+                                      for r in wanted))
+        fresh = dict(zip((r.kind for r in wanted), made, strict=True))
+    else:
+        fresh = await _joint_fresh(store, decomposer, wanted, question, history, in_flight)
+    for kind, split in fresh.items():
+        if split.status is VerdictStatus.OK:
+            await store.apin_split(run_id, sample_id, split, replace=kind in outdated)
+    return {**out, **fresh}
+
+
+async def _joint_fresh(
+    store: RecordStore, decomposer: JointDecomposer, wanted: Sequence[SplitRequest], question: str,
+    history: tuple[Turn, ...], in_flight: SplitsInFlight | None,
+) -> dict[DecompositionKind, Decomposition]:
+    joint_hash = decomposer.joint_prompt_hash()
+    ids = {r.kind: _joint_record_id(decomposer.model_id, r.kind, r.text, joint_hash, question, history)
+           for r in wanted}
+    flights = in_flight if in_flight is not None else {}
+    # Registered before any await, so a concurrent sample finds the split in flight instead of asking again.
+    mine = [r for r in wanted if ids[r.kind] not in flights]
+    if mine:
+        shared = asyncio.ensure_future(_stored_or_joint(store, decomposer, mine, question, history, ids))
+        for request in mine:
+            record_id = ids[request.kind]
+            task = asyncio.ensure_future(_pick(shared, request.kind))
+            flights[record_id] = task
+            task.add_done_callback(_forget(flights, record_id))
+    tasks = [flights[ids[r.kind]] for r in wanted]
+    done = await asyncio.gather(*(asyncio.shield(t) for t in tasks))
+    return dict(zip((r.kind for r in wanted), done, strict=True))
+
+
+def _forget(flights: SplitsInFlight, record_id: str) -> Callable[[asyncio.Task[Decomposition]], None]:
+    def forget(_: asyncio.Task[Decomposition]) -> None:
+        flights.pop(record_id, None)
+    return forget
+
+
+async def _pick(shared: asyncio.Future[dict[DecompositionKind, Decomposition]],
+                kind: DecompositionKind) -> Decomposition:
+    return (await shared)[kind]
+
+
+async def _stored_or_joint(
+    store: RecordStore, decomposer: JointDecomposer, requests: Sequence[SplitRequest], question: str,
+    history: tuple[Turn, ...], ids: dict[DecompositionKind, str],
+) -> dict[DecompositionKind, Decomposition]:
+    out: dict[DecompositionKind, Decomposition] = {}
+    ask: list[SplitRequest] = []
+    for request in requests:
+        single = _joint_record_id(decomposer.model_id, request.kind, request.text, decomposer.prompt_hash(request.kind),
+                                  question, history)
+        stored = (await asyncio.to_thread(store.get_decomposition, single)
+                  or await asyncio.to_thread(store.get_decomposition, ids[request.kind]))
+        if stored is not None:
+            out[request.kind] = stored
+        else:
+            ask.append(request)
+    made: dict[DecompositionKind, Split | None] = {}
+    for group in joint_groups(ask):
+        made |= await decomposer.split_joint(group, question, history)
+    left_out = [r for r in ask if made.get(r.kind) is None]
+    if left_out:  # one follow-up call for the splits the reply left out, bounded: asked once more, not again
+        made |= await decomposer.split_joint(left_out, question, history)
+    joint_hash = decomposer.joint_prompt_hash()
+    for request in ask:
+        split = made.get(request.kind) or Split(items=(), status=VerdictStatus.UNSCORED,
+                                                unscored_reason=UnscoredReason.MISSING_ITEM)
+        record = Decomposition(
+            id=ids[request.kind], kind=request.kind, source_text=request.text, items=split.items,
+            query_type=split.query_type, prompt_hash=joint_hash, model_id=decomposer.model_id, status=split.status,
+            unscored_reason=split.unscored_reason,
+        )
+        if record.status is VerdictStatus.OK:
+            await store.aput(record)
+            # Another process may have stored its split of the same text first; the stored one is the frozen one.
+            kept = await asyncio.to_thread(store.get_decomposition, ids[request.kind])
+            record = kept or record
+        out[request.kind] = record
+    return out

@@ -26,4 +26,9 @@ class SampleJudge(Protocol):
     @property
     def judge_id(self) -> str: ...
 
-    async def judge_sample(self, checks: Sequence[Check]) -> list[Verdict]: ...
+    async def judge_sample(self, checks: Sequence[Check], *, follow_up: bool = False,
+                           reply_limit: int | None = None, sufficiency_from_links: bool = False) -> list[Verdict]:
+        """`reply_limit`: most items per reply (a longer batch takes several calls); `follow_up`: ask once
+        more for the checks a reply left undecided; `sufficiency_from_links`: also verdicts on the sufficiency
+        checks the reply's serve links make (after the batch's own; batching joint)."""
+        ...

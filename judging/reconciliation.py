@@ -9,11 +9,16 @@ A check escalates when the share of scored judges agreeing with the label is bel
 `escalate_below_agreement`, when the judges split, when scores spread more than `escalate_score_spread`, or
 when no judge gave a scored verdict. Unscored verdicts are excluded and counted. A person's review overrides
 everything.
+
+Weighted (`reconcile: weighted`): a binary check is decided by the posterior of the run's jury (Dawid-Skene,
+runs.jury_weights) instead of the vote: its label is the more probable one and its probabilities are the
+posterior. It escalates as the majority rule would (the judges disagree, split, or none scored) and also when
+the posterior of its label is below `escalate_below_posterior`; an even posterior is a split.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from statistics import mean
 from typing import Any
 
@@ -73,6 +78,32 @@ def reconcile_check(
         label=leaders[0], escalated=escalated, provisional=escalated,
         escalation_reason=f"judges disagree ({_tally(votes)})" if escalated else None, **decision, **base,
     )
+
+
+def reconcile_weighted(
+    run_id: str, check: Check, verdicts: Sequence[Verdict], config: EvalConfig,
+    posterior: Mapping[Label, float] | None, review: Review | None = None,
+) -> Reconciled:
+    """`reconcile_check`, with a binary check decided by `posterior` (P(yes), P(no) from the jury's estimates);
+    without a posterior, or for another kind, or when no judge scored it, exactly `reconcile_check`."""
+    voted = reconcile_check(run_id, check, verdicts, config, review)
+    if posterior is None or not check.kind.is_binary or voted.method in (ReconcileMethod.HUMAN, ReconcileMethod.NONE):
+        return voted
+    p_yes, p_no = posterior.get(Label.YES, 0.0), posterior.get(Label.NO, 0.0)
+    label = Label.YES if p_yes > p_no else Label.NO if p_no > p_yes else None
+    reasons = [voted.escalation_reason] if voted.escalated and voted.escalation_reason else []
+    if label is not None and max(p_yes, p_no) < config.escalate_below_posterior:
+        reasons.append(f"posterior {max(p_yes, p_no):.2f} < {config.escalate_below_posterior:g}")
+    if label is None:
+        reasons.append("posterior even (0.50)")
+    escalated = bool(reasons)
+    agreeing = sum(1 for v in verdicts if v.scored and v.label is label)
+    return voted.model_copy(update={
+        "label": label, "probabilities": {Label.YES: p_yes, Label.NO: p_no}, "method": ReconcileMethod.WEIGHTED,
+        "agreement": agreeing / voted.n_scored if label is not None else voted.agreement,
+        "split": label is None, "escalated": escalated, "provisional": escalated,
+        "escalation_reason": "; ".join(reasons) if reasons else None,
+    })
 
 
 def _tally(votes: dict[Label, int]) -> str:

@@ -1,7 +1,8 @@
 """The cache every LLM call goes through: content-addressed keys, opaque string values.
 
-The SQLite record store implements `LLMCache` (the two async methods below: its writes share transactions
-with the run's other writes); `MemoryCache` is the in-process one for tests and one-off scripts.
+The record store implements `LLMCache` (the two async methods below: its writes share transactions with the
+run's other writes), on SQLite or PostgreSQL, where every worker of a shared run reads what any one cached;
+`MemoryCache` is the in-process one for tests and one-off scripts.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ Caching is per model call: the key covers model id, params, the conversation sen
 the output schema and the method. Every completed response is cached (valid, invalid, refused or cut
 off: at temperature 0 they are what the model says), errors never are. So a re-run repeats no HTTP
 call that already completed, including the first call of an interrupted repair.
+
+Tracing: when a run traces (llm.observer.CALL_OBSERVER, set by runs.telemetry), each structured call is one
+span around the whole call, told its result; otherwise the hook costs one context-variable read.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ragcourt.llm import openai_wire
 from ragcourt.llm.cache import LLMCache, cache_key, schema_json
 from ragcourt.llm.failures import cause_of
 from ragcourt.llm.limits import EndpointLimiter
+from ragcourt.llm.observer import CALL_OBSERVER
 from ragcourt.llm.reply import ModelReply, TokenLogprob, filtered_refusal, token_logprobs
 from ragcourt.llm.retry import (
     DEFAULT_RETRY,
@@ -243,6 +247,15 @@ class LLMClient:
     async def structured_call(self, messages: Sequence[BaseMessage], schema: type[T]) -> StructuredResult[T]:
         if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise TypeError(f"schema must be a pydantic model class, got {schema!r}")
+        observer = CALL_OBSERVER.get()
+        if observer is None:  # nobody traces: no span, nothing imported
+            return await self._structured_call(messages, schema)
+        with observer.llm_call(self, schema) as record:
+            result = await self._structured_call(messages, schema)
+            record(result)
+        return result
+
+    async def _structured_call(self, messages: Sequence[BaseMessage], schema: type[T]) -> StructuredResult[T]:
         started = time.perf_counter()
         conversation = list(messages)
         exchanges = [await self._exchange(conversation, schema)]

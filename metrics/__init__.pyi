@@ -28,6 +28,12 @@ from .cuer import (
     answered_yes_no,
     bare_yes_no,
 )
+from .dawid_skene import (
+    DawidSkene,
+    JudgeEstimate,
+    beta_interval,
+    fit_dawid_skene,
+)
 from .dice import (
     DEFAULT_BOOTSTRAP_RESAMPLES,
     DEFAULT_K,
@@ -83,6 +89,7 @@ __all__ = [
     "bare_yes_no",
     "Baseline",
     "BaselineTier",
+    "beta_interval",
     "bootstrap_ci",
     "category_counts",
     "cohens_kappa",
@@ -92,6 +99,7 @@ __all__ = [
     "cube_report",
     "CubeReading",
     "CubeReport",
+    "DawidSkene",
     "Decision",
     "decision_probabilities",
     "DecisionProbabilities",
@@ -99,6 +107,7 @@ __all__ = [
     "DEFAULT_K",
     "element_coverage",
     "element_outcome",
+    "fit_dawid_skene",
     "fleiss_kappa",
     "hard_score",
     "has_cjk",
@@ -107,6 +116,7 @@ __all__ = [
     "is_pointer_element",
     "is_retrieved",
     "JudgeCube",
+    "JudgeEstimate",
     "MatchFn",
     "MatchResult",
     "MetricName",

@@ -1,6 +1,7 @@
 """Agreement between raters and between metrics and people.
 
-Accuracy and Cohen's kappa (judge vs judge, judge vs person: seeds 001, 003), Fleiss' kappa
+Accuracy, balanced accuracy and Cohen's kappa (judge vs judge, judge vs person: seeds 001, 003), AUROC of a
+judge's scores (its P(yes)) against binary labels, Fleiss' kappa
 (several raters: seed 002 Table 2), Pearson and Spearman correlation (metric vs human scores:
 seeds 000, 002), confusion matrices, and percentile bootstrap confidence intervals.
 
@@ -63,6 +64,41 @@ def cohens_kappa(a: Sequence[L | None], b: Sequence[L | None]) -> MetricValue:
             name, "chance agreement is 1: both raters used one and the same label", n=n, n_unscored=skipped
         )
     return MetricValue(name=name, value=(observed - expected) / (1 - expected), n=n, n_unscored=skipped)
+
+
+def balanced_accuracy(predicted: Sequence[L | None], truth: Sequence[L | None]) -> MetricValue:
+    """The mean over the classes present in `truth` of the share of that class's items `predicted` got right
+    (per-class recall), as `sklearn.metrics.balanced_accuracy_score`: a judge that always says "yes" scores
+    0.5 on a set however unbalanced, where its accuracy is the share of yeses. n/a when no item has both."""
+    name = MetricName.BALANCED_ACCURACY.value
+    pairs, skipped = _pairs(predicted, truth)
+    if not pairs:
+        return not_available(name, "no item has both labels", n_unscored=skipped)
+    classes = dict.fromkeys(t for _, t in pairs)
+    recalls = [sum(p == c for p, t in pairs if t == c) / sum(t == c for _, t in pairs) for c in classes]
+    return MetricValue(name=name, value=math.fsum(recalls) / len(recalls), n=len(pairs), n_unscored=skipped)
+
+
+def auroc(scores: Sequence[float | None], positive: Sequence[bool | None]) -> MetricValue:
+    """The area under the ROC curve of `scores` (higher: more likely positive) against binary labels, as
+    `sklearn.metrics.roc_auc_score`: the probability that a random positive item scores above a random
+    negative one, a tie counting one half (Mann-Whitney U / (n_pos n_neg)). It needs no threshold, so it
+    measures how well a judge ranks, whatever rule turns its scores into labels. Items without a score (the
+    judge gave no probability, or no verdict) or without a label are left out and counted in n_unscored.
+    n/a when the labelled, scored items are all of one class."""
+    name = MetricName.AUROC.value
+    pairs, skipped = _pairs(scores, positive)
+    if not pairs:
+        return not_available(name, "no item has both a score and a label", n_unscored=skipped)
+    n_pos = sum(1 for _, p in pairs if p)
+    n_neg = len(pairs) - n_pos
+    if not n_pos or not n_neg:
+        return not_available(name, f"every one of the {len(pairs)} scored items is {'positive' if n_pos else 'negative'}:"
+                             " ranking needs both classes", n=len(pairs), n_unscored=skipped)
+    ranks = average_ranks([float(s) for s, _ in pairs])
+    rank_sum = math.fsum(r for r, (_, p) in zip(ranks, pairs, strict=True) if p)
+    u = rank_sum - n_pos * (n_pos + 1) / 2
+    return MetricValue(name=name, value=u / (n_pos * n_neg), n=len(pairs), n_unscored=skipped)
 
 
 def category_counts(ratings: Sequence[Sequence[L | None]], labels: Sequence[L]) -> list[list[int]]:

@@ -33,7 +33,16 @@ class MetricName(StrEnum):
     GROUNDING = "grounding_score"
     CONFIDENCE_ERROR = "confidence_error"
     ELEMENT_COVERAGE = "element_coverage"
+    # method reference (metrics.reference): the counterparts of RAGAS's factual correctness and context precision
+    CLAIM_PRECISION = "claim_precision"
+    ELEMENT_RECALL = "element_recall"
+    FACTUAL_F1 = "factual_f1"
+    CONTEXT_PRECISION_REF = "context_precision_ref"
+    # per sample, batching joint: judge calls that asked again for what a long reply left out (n: checks asked)
+    FOLLOW_UP_CALLS = "follow_up_calls"
     ACCURACY = "accuracy"
+    BALANCED_ACCURACY = "balanced_accuracy"
+    AUROC = "auroc"
     COHENS_KAPPA = "cohens_kappa"
     FLEISS_KAPPA = "fleiss_kappa"
     PEARSON = "pearson"

@@ -91,6 +91,21 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
                 yield check(CheckKind.CLAIM_SUPPORTED, NORMAL, (claim.id, claim.text), (chunk.id, chunk.text))
             for sq in subqueries:
                 yield check(CheckKind.CLAIM_SERVES_SUBQUERY, NORMAL, (claim.id, claim.text), (sq.id, sq.text))
+    if Method.REFERENCE in config.methods and state.get("elements"):
+        # The answer's claims against the reference as its frozen elements (one a line), and every element
+        # against every chunk of the normal retrieval: the checks behind claim precision / factual F1 and
+        # context precision with reference.
+        elements = state.get("elements", ())
+        reference = (WholeTarget.REFERENCE, claims_target_text(e.text for e in elements))
+        for claim in state.get("claims", {}).get(NORMAL.key, ()):
+            yield check(CheckKind.CLAIM_IN_REFERENCE, NORMAL, (claim.id, claim.text), reference)
+        if Method.ELEMENTS not in config.methods and answered and answer is not None:  # recall's own checks
+            for element in elements:
+                yield check(CheckKind.ELEMENT_IN_ANSWER, NORMAL, (element.id, element.text),
+                            (WholeTarget.ANSWER, answer.text))
+        for element in elements:
+            for chunk in normal.chunks if normal else ():
+                yield check(CheckKind.ELEMENT_IN_CHUNK, NORMAL, (element.id, element.text), (chunk.id, chunk.text))
     if Method.CUER in config.methods:
         # CUE-R's judged trace: each claim of an answer without a reported trace against each chunk its condition
         # showed. A claim and a chunk make the same question under any condition, so a pair is judged once, under

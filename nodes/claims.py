@@ -41,7 +41,7 @@ def judged_trace_conditions(state: SampleState) -> list[str]:
 async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     """Claims of the normal answer for Q-CARE, and of the answers CUE-R must judge a trace for."""
     ctx = runtime.context
-    wanted = [NORMAL.key] if Method.QCARE in ctx.config.methods else []
+    wanted = [NORMAL.key] if {Method.QCARE, Method.REFERENCE} & set(ctx.config.methods) else []
     if Method.CUER in ctx.config.methods:
         wanted += judged_trace_conditions(state)
     answers, have = state.get("answers", {}), state.get("claims", {})

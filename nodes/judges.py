@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from ragcourt.judging import SampleJudge
-from ragcourt.judging.combined_checks import COMBINABLE
+from ragcourt.judging.combined_checks import COMBINABLE, MAX_REPLY_ITEMS
 from ragcourt.nodes.names import JUDGE, RECONCILE
 from ragcourt.nodes.state import EvalContext, JudgeTask, SampleState, verdict_key
 from ragcourt.schema import Check, CheckKind, Verdict, reusable
@@ -25,7 +25,7 @@ def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | s
     batches: dict[tuple[CheckKind, str], list[Check]] = defaultdict(list)
     for check in state.get("checks", {}).values():
         batches[(check.kind, check.condition.key)].append(check)
-    per_sample = runtime.context.config.batching is Batching.PER_SAMPLE
+    per_sample = runtime.context.config.batching.combines
     sends = []
     for index, judge in enumerate(runtime.context.judges):
         # per_sample: a judge that can (an LLM judge) gets one batch of every alignment kind per condition.
@@ -55,11 +55,18 @@ async def judge(state: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
     if missing:
         try:
             if isinstance(jury_member, SampleJudge) and len({c.kind for c in missing}) > 1:
-                fresh = await jury_member.judge_sample(missing)
+                # joint: long replies cut to fit, and what a reply leaves out asked again once
+                # and the sufficiency of each sub-query on the reply's own serve links (stored for the next round)
+                joint = ctx.config.batching is Batching.JOINT
+                fresh = await (jury_member.judge_sample(missing, follow_up=True, reply_limit=MAX_REPLY_ITEMS,
+                                                        sufficiency_from_links=True)
+                               if joint else jury_member.judge_sample(missing))
             else:
                 # missing[0]'s kind, not the task's: a resumed combined batch may have only another kind left
                 fresh = await jury_member.judge(missing[0].kind, missing)
         except Exception as error:  # a judge must never take the run down: record why it gave nothing
             fresh = [Verdict.failed(c.id, jury_member.judge_id, error) for c in missing]
         await ctx.store.aput(*fresh)
+    # A joint reply's verdicts on the sufficiency checks planned next round join the state now: fan_out then
+    # finds them and goes straight to reconcile, one superstep less (until then no check reads them).
     return {"verdicts": {verdict_key(v.check_id, v.judge_id): v for v in [*known.values(), *fresh]}}

@@ -9,7 +9,7 @@ import asyncio
 
 from langgraph.runtime import Runtime
 
-from ragcourt.judging.reconciliation import reconcile_check
+from ragcourt.judging.reconciliation import reconcile_check, reconcile_weighted
 from ragcourt.metrics.elements import coverage_of, needs_loose
 from ragcourt.nodes.check_planner import sufficiency_due
 from ragcourt.nodes.names import HUMAN_REVIEW, PLAN_CHECKS, RETRIEVE, SCORE
@@ -41,7 +41,11 @@ async def reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> Sample
     decided = {}
     for check in state.get("checks", {}).values():
         jury = [verdicts[k] for k in (verdict_key(check.id, j.judge_id) for j in ctx.judges) if k in verdicts]
-        decided[check.id] = reconcile_check(run_id, check, jury, ctx.config, reviews.get(check.id))
+        posterior = ctx.posteriors.get(check.id)
+        decided[check.id] = (
+            reconcile_weighted(run_id, check, jury, ctx.config, posterior, reviews.get(check.id)) if posterior
+            else reconcile_check(run_id, check, jury, ctx.config, reviews.get(check.id))
+        )
     await ctx.store.aput(*decided.values())
     update: SampleState = {"reconciled": decided}
     if (Method.ELEMENTS in ctx.config.methods and not state.get("loose_requested")

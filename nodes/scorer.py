@@ -12,9 +12,9 @@ from typing import NamedTuple
 from langgraph.runtime import Runtime
 
 from ragcourt.judging.llm_judge import claims_target_text
-from ragcourt.metrics import cuer, qcare
+from ragcourt.metrics import cuer, qcare, reference
 from ragcourt.metrics.elements import JuryValue, element_coverage, element_outcome
-from ragcourt.metrics.values import Decision, MetricKey, MetricName, NaCause, not_available
+from ragcourt.metrics.values import Decision, MetricKey, MetricName, NaCause, any_true, not_available
 from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.schema import (
     LOOSE,
@@ -32,7 +32,7 @@ from ragcourt.schema import (
     VerdictStatus,
     WholeTarget,
 )
-from ragcourt.schema.config import Method
+from ragcourt.schema.config import Batching, Method
 
 QCARE_KINDS = {
     "c_prec": (CheckKind.SUBQUERY_IN_CHUNK,),
@@ -124,6 +124,44 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
         sq.text for j, sq in enumerate(subqueries) if all(row[j] is False for row in covers)
     ] if normal is not None else []
     return metrics, graph, unsupported, uncovered
+
+
+REFERENCE_KINDS = (CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_ANSWER, CheckKind.ELEMENT_IN_CHUNK)
+REFERENCE_METRICS = (MetricName.CLAIM_PRECISION, MetricName.ELEMENT_RECALL, MetricName.FACTUAL_F1,
+                     MetricName.CONTEXT_PRECISION_REF)
+
+
+def _reference(state: SampleState, decisions: Decisions) -> list[MetricValue]:
+    """Method reference: claim precision, element recall, factual F1, context precision with reference."""
+    if not state["sample"].reference_answer:
+        return [not_available(name.value, NO_REFERENCE) for name in REFERENCE_METRICS]
+    if "elements" not in state:
+        why = SPLIT_FAILED.format(what="reference answer", units="elements")
+        return [not_available(name.value, why) for name in REFERENCE_METRICS]
+    elements = state["elements"]
+    claims = state.get("claims", {}).get(NORMAL.key)
+    precision = (reference.claim_precision([decisions.value(CheckKind.CLAIM_IN_REFERENCE, c.text, WholeTarget.REFERENCE)
+                                            for c in claims])
+                 if claims is not None else not_available(MetricName.CLAIM_PRECISION.value, _why_no_claims(state)))
+    answer = state.get("answers", {}).get(NORMAL.key)
+    recall = (reference.element_recall([decisions.value(CheckKind.ELEMENT_IN_ANSWER, e.text, WholeTarget.ANSWER)
+                                        for e in elements])
+              if answer is not None and answer.status is VerdictStatus.OK
+              else not_available(MetricName.ELEMENT_RECALL.value, _why_no_claims(state)))
+    normal = state.get("retrievals", {}).get(NORMAL.key)
+    if normal is None:
+        why = state.get("retrieval_hidden") or state.get("unavailable", {}).get(NORMAL.key, "no normal retrieval")
+        context = not_available(MetricName.CONTEXT_PRECISION_REF.value, NaCause.UNKNOWN_CHUNKS.reason(why))
+    else:  # the chunks in the retrieval's rank order, each relevant when it states some element
+        context = reference.context_precision_with_reference([
+            any_true(decisions.get(CheckKind.ELEMENT_IN_CHUNK, e.text, chunk.id) for e in elements)
+            for chunk in normal.chunks])
+    values = [precision, recall, reference.factual_f1(precision, recall), context]
+    escalated = {MetricName.CLAIM_PRECISION.value: (CheckKind.CLAIM_IN_REFERENCE,),
+                 MetricName.ELEMENT_RECALL.value: (CheckKind.ELEMENT_IN_ANSWER,),
+                 MetricName.FACTUAL_F1.value: (CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_ANSWER),
+                 MetricName.CONTEXT_PRECISION_REF.value: (CheckKind.ELEMENT_IN_CHUNK,)}
+    return [m.model_copy(update={"n_escalated": decisions.escalated(escalated[m.name])}) for m in values]
 
 
 def _why_no_claims(state: SampleState) -> str:
@@ -245,7 +283,7 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
             decisions.value(CheckKind.ELEMENT_IN_CONTEXT, e.text, LOOSE.context_target, LOOSE.key),
             decisions.value(CheckKind.ELEMENT_IN_ANSWER, e.text, WholeTarget.ANSWER),
         )
-        for e in state.get("elements", ())
+        for e in (state.get("elements", ()) if Method.ELEMENTS in ctx.config.methods else ())
     )
     element_metrics = (
         [element_coverage(elements).model_copy(update={"n_escalated": decisions.escalated(ELEMENT_KINDS)})]
@@ -267,6 +305,10 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     usage = sum((v.usage for v in verdicts), TokenUsage()) + sum(
         (a.usage for a in state.get("answers", {}).values()), TokenUsage()
     )
+    reference_metrics = _reference(state, decisions) if Method.REFERENCE in ctx.config.methods else []
+    if ctx.config.batching is Batching.JOINT:  # said per sample, so the summary shows what asking again cost
+        reference_metrics.append(MetricValue(name=MetricName.FOLLOW_UP_CALLS.value, value=float(usage.follow_up_calls),
+                                             n=usage.follow_up_checks))
     unavailable = state.get("unavailable", {})
     normal_answer = state.get("answers", {}).get(NORMAL.key)
     error = unavailable.get(NORMAL.key) or (
@@ -276,7 +318,7 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
     diagnostics = SampleDiagnostics(
         run_id=state["run_id"], sample_id=sample.id, question=sample.question,
         status=SampleStatus.FAILED if error else SampleStatus.OK, error=error,
-        metrics=tuple([*qcare_metrics, *element_metrics, *_answer_metrics(state, traces)]),
+        metrics=tuple([*qcare_metrics, *element_metrics, *_answer_metrics(state, traces), *reference_metrics]),
         elements=elements, unsupported_claims=tuple(unsupported), uncovered_subqueries=tuple(uncovered),
         perturbations=_perturbations(state, traces),
         trace_source=traces[NORMAL.key].source if NORMAL.key in traces else None,

@@ -7,6 +7,7 @@ the system under test, the jury, the decomposer, the store. Nodes never build th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
@@ -19,6 +20,7 @@ from ragcourt.schema import (
     Claim,
     Decomposition,
     Element,
+    Label,
     Reconciled,
     Retrieval,
     Review,
@@ -84,3 +86,6 @@ class EvalContext:
     collection: str | None = None
     splits_in_flight: SplitsInFlight = field(default_factory=dict)  # see decomposers.frozen_split
     confidence_probe: ConfidenceProbe | None = None  # CUE-R: asked when the system reports no confidence
+    # reconcile: weighted: check id -> the jury's Dawid-Skene posterior (runs.jury_weights), set for the run's
+    # final step and for re-scores; empty on the first pass, which the majority rule decides
+    posteriors: Mapping[str, Mapping[Label, float]] = field(default_factory=dict)

@@ -46,6 +46,10 @@ class PromptId(StrEnum):
     JUDGE_CLAIM_SUPPORTED = "judge_claim_supported"
     JUDGE_SUBQUERY_ANSWERED = "judge_subquery_answered"
     JUDGE_COMBINED = "judge_combined"  # every alignment kind of one sample and condition in one call
+    JUDGE_COMBINED_REFERENCE = "judge_combined_reference"  # judge_combined with method reference's kinds
+    JUDGE_CLAIM_IN_REFERENCE = "judge_claim_in_reference"  # method reference: claims against the elements
+    JUDGE_ELEMENT_IN_CHUNK = "judge_element_in_chunk"  # method reference: elements against each chunk
+    SPLIT_JOINT = "split_joint"  # batching joint: the sample's splits in one call
     DIMENSION_SCORE = "dimension_score"
     DIMENSION_SCORE_ONLY = "dimension_score_only"  # seed 000's protocol: the score alone (dimension_protocol)
     RUBRIC_RELEVANCE = "rubric_relevance"
@@ -67,6 +71,8 @@ JUDGE_PROMPTS: Mapping[CheckKind, PromptId] = MappingProxyType(
         CheckKind.CLAIM_SERVES_SUBQUERY: PromptId.JUDGE_CLAIM_SERVES_SUBQUERY,
         CheckKind.SUBQUERY_ANSWERED: PromptId.JUDGE_SUBQUERY_ANSWERED,
         CheckKind.CLAIM_SUPPORTED: PromptId.JUDGE_CLAIM_SUPPORTED,
+        CheckKind.CLAIM_IN_REFERENCE: PromptId.JUDGE_CLAIM_IN_REFERENCE,
+        CheckKind.ELEMENT_IN_CHUNK: PromptId.JUDGE_ELEMENT_IN_CHUNK,
         CheckKind.DIMENSION_SCORE: PromptId.DIMENSION_SCORE,
         CheckKind.PAIRWISE: PromptId.PAIRWISE,
     }

@@ -1,5 +1,6 @@
 """Reports people read: one self-contained HTML file with inline SVG charts (`html`, `sections`,
-`svg`, `cube_chart`, `cuer_chart`, `method_charts`), the data behind it (`data`) and CSV/Parquet exports
+`svg`, `cube_chart`, `cuer_chart`, `cuer_heatmap`, `glance_charts`, `method_charts`), the data behind it
+(`data`, with the jury's estimates and the applied calibration profile from `trust`) and CSV/Parquet exports
 (`export`).
 
 The names below are loaded on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragcourt.analysis.summary import RunSummary, summarize
+from ragcourt.report.trust import JuryView, ProfileView, jury_view, profile_view
 from ragcourt.schema import (
     NORMAL,
     Answer,
@@ -224,6 +225,9 @@ class ReportData:
     rows: tuple[SampleRow, ...]  # every question of the run (diagnostics without their alignment graphs)
     samples: tuple[SampleView, ...]  # the drill-down: every question, or the ones drill_down_ids chose
     reviewed: int  # checks with a human decision, over every question
+    metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # sample id -> its metadata (subgroups)
+    jury: JuryView | None = None  # each judge's worth per check kind (None: a run of one judge)
+    profile: ProfileView | None = None  # the calibration profile the run applied (None: none)
 
     @property
     def methods(self) -> tuple[Method, ...]:
@@ -321,10 +325,14 @@ def collect(store: RecordStore, run_id: str, prices: PriceTable | None = None, *
     tallies = store.verdict_tallies(run_id)
     chosen = drill_down_ids(rows, drill_down)
     summary = summarize(store, run_id, tallies, read)
+    config = EvalConfig.model_validate(run.config)
     return ReportData(
-        run=run, config=EvalConfig.model_validate(run.config), summary=summary,
+        run=run, config=config, summary=summary,
         judges=tuple(usage_of_tallies(tallies, prices)), rows=rows,
         samples=tuple(_views(store, run_id, chosen, every=len(chosen) == len(rows))),
         # escalated checks a person decided: a skip decides nothing (the check is still awaiting review)
         reviewed=summary.n_escalated - summary.n_pending,
+        metadata={s.id: s.metadata for s in store.get_samples(run_id)},
+        jury=jury_view(store, run_id, config),
+        profile=profile_view(config, {t.judge_id for t in tallies}),
     )

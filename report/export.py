@@ -129,6 +129,10 @@ def _whole_run_tables(data: ReportData, sections: Sequence[Section]) -> list[Nam
         NamedTable("samples", "Samples", sample_frame(data)),
         NamedTable("elements", "Elements", element_frame(data)),
     ]
+    if data.jury is not None and data.jury.frame is not None:
+        tables.append(NamedTable("jury", "Jury: estimated accuracy per judge and check kind", data.jury.frame))
+    if data.profile is not None and data.profile.frame is not None:
+        tables.append(NamedTable("calibration_profile", "Calibration profile applied", data.profile.frame))
     for section in sections:
         tables.extend(section.tables)
     return tables

@@ -1,9 +1,11 @@
-"""The self-contained HTML report: one file, inline CSS and SVG, no script, no external resource.
+"""The self-contained HTML report: one file, inline CSS, SVG and one small script, no external resource.
 
 Every piece of text from the store (questions, answers, chunks, rationales, comments) reaches the page
-only through Jinja2's autoescaping; the only markup not written by the templates is the SVG of
-`report.svg`, which escapes its own labels. A Content-Security-Policy meta tag forbids scripts and
-every external load, so even a payload that escaped escaping could neither run nor call home.
+only through Jinja2's autoescaping; the only markup not written by the templates is the SVG of the chart
+modules, which escape their own labels. The one script (templates/table.js: sorting and filtering tables)
+is ours, inlined with a per-page nonce, and only reorders and hides rows (it never writes HTML); the
+Content-Security-Policy allows no other script and no external load, so even a payload that escaped escaping
+could neither run nor call home.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
+from ragcourt.metrics.values import MetricKey, MetricName
 from ragcourt.report.data import DRILL_DOWN_QUESTIONS, CheckView, PriceTable, ReportData, SampleView, collect
-from ragcourt.report.sections import Section, method_sections
+from ragcourt.report.glance_charts import distribution_svg, distributions
+from ragcourt.report.sections import ANSWER_METRICS, QCARE_METRICS, Section, method_sections
 from ragcourt.schema import CheckKind, Verdict, VerdictStatus
 from ragcourt.stores.records import RecordStore
 
@@ -30,9 +35,10 @@ PAGE_ROWS = 200
 
 
 def content_security_policy(nonce: str) -> str:
-    """No script at all; styles only from the nonce'd inline sheet; images only inline data."""
-    return (f"default-src 'none'; script-src 'none'; style-src 'nonce-{nonce}'; img-src data:; "
-            "base-uri 'none'; form-action 'none'")
+    """Only the page's own nonce'd script (table sorting and filtering) and style sheet; images only inline
+    data; nothing loaded from anywhere, no form sent."""
+    return (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; img-src data:; "
+            "base-uri 'none'; form-action 'none'; connect-src 'none'")
 
 
 def num(value: Any, digits: int = 3) -> str:
@@ -108,13 +114,55 @@ def noted_rows(frame: pd.DataFrame, limit: int, cells: Sequence[Mapping[str, int
     return out
 
 
+# Metrics the method sections tabulate: the summary draws their distributions and lists only the others.
+SECTION_METRICS = frozenset({*QCARE_METRICS, *ANSWER_METRICS, MetricName.ELEMENT_COVERAGE})
+HEADLINE_METRICS = frozenset(SECTION_METRICS - {MetricName.EXACT_MATCH, MetricName.CONFIDENCE_ERROR})
+TABLE_SCRIPT = "table.js"  # sorts and filters the page's tables; inlined with the page's nonce
+
+
+def headline_chart(data: ReportData) -> Markup | None:
+    """The headline metrics' distributions over the run's questions (None: the run has none)."""
+    names = [r.name for r in data.summary.metrics if MetricKey.of(r.name).base in HEADLINE_METRICS]
+    return distribution_svg(distributions(data.diagnostics, names)) if names else None
+
+
+def other_metric_rows(data: ReportData) -> list[Any]:
+    """The run's metrics no method section tabulates (the summary's table of them)."""
+    return [r for r in data.summary.metrics if MetricKey.of(r.name).base not in SECTION_METRICS]
+
+
+FOLD_CHARS = 60  # a longer text cell (not a reason) shows its start; a click unfolds the rest
+
+
+def column_classes(frame: pd.DataFrame, hidden: Sequence[str] = ()) -> list[str]:
+    """Per shown column, its width class in the page's <colgroup>: "reason" (narrow), "text" (a column with a
+    folded cell: wide enough for its summary) or ""."""
+    out = []
+    for column in shown_columns(frame, hidden):
+        if is_reason_column(column):
+            out.append("reason")
+        else:
+            long = any(isinstance(v, str) and len(v) > FOLD_CHARS for v in frame[column].head(PAGE_ROWS))
+            out.append("text" if long else "")
+    return out
+
+
+def fold(text: str, limit: int = FOLD_CHARS) -> Markup | str:
+    """A long cell folded: its start as the summary of a <details> holding the whole (escaped) text."""
+    if len(text) <= limit:
+        return text
+    return Markup("<details class=\"fold\"><summary>{}…</summary>{}</details>").format(text[:limit - 20], text)
+
+
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = num
+    env.filters["fold"] = fold
     env.globals.update(verdict_text=verdict_text, decision_text=decision_text, target_label=target_label,
                        frame_rows=frame_rows, page_rows=PAGE_ROWS,
-                       shown_columns=shown_columns, noted_rows=noted_rows)
+                       shown_columns=shown_columns, noted_rows=noted_rows, is_reason_column=is_reason_column,
+                       column_classes=column_classes, fold_chars=FOLD_CHARS)
     return env
 
 
@@ -122,10 +170,12 @@ def render_report(data: ReportData, sections: list[Section], *, nonce: str | Non
                   drill_down: int | None = DRILL_DOWN_QUESTIONS) -> str:
     """The page; its per-question drill-down shows at most drill_down questions (None: every question)."""
     nonce = nonce or secrets.token_urlsafe(16)
-    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))  # our own sheet: not escaped, as a <style> needs
+    script = (TEMPLATES / TABLE_SCRIPT).read_text(encoding="utf-8")
     return environment().get_template("report.html.j2").render(
         data=data.limited(drill_down), sections=sections, nonce=nonce, csp=content_security_policy(nonce), css=css,
-        config_json=json.dumps(data.run.config, indent=2, ensure_ascii=False),
+        script=Markup(script), config_json=json.dumps(data.run.config, indent=2, ensure_ascii=False),
+        headline=headline_chart(data), other_metrics=other_metric_rows(data),
     )
 
 

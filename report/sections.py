@@ -6,6 +6,7 @@ showing numbers it does not have.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,9 +56,11 @@ from ragcourt.metrics.cube import RANK_SCORE_IS
 from ragcourt.metrics.values import MetricKey, MetricName
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
+from ragcourt.report.cuer_heatmap import cuer_heatmap_svg
 from ragcourt.report.data import ReportData
+from ragcourt.report.glance_charts import gap_attribution_svg, gap_rows
 from ragcourt.report.svg import Bar, bar_chart
-from ragcourt.schema import SampleDiagnostics
+from ragcourt.schema import NORMAL, Retrieval, SampleDiagnostics
 from ragcourt.schema.config import Method
 from ragcourt.stores.records import RecordStore
 
@@ -165,7 +168,7 @@ def elements_section(data: ReportData) -> Section:
     if rows:
         tables.insert(0, NamedTable("element_coverage", "Element coverage", metric_frame(rows)))
     shares = gaps["gap_share"].notna().any()
-    charts = (gap_share_chart(gaps, rows),) if shares else ()
+    charts = (gap_share_chart(gaps, rows), gap_attribution_svg(gap_rows(diagnostics, data.metadata))) if shares else ()
     notes = (ELEMENT_NOTE,) if shares else ("no element was missed, or the run has no elements",)
     return Section("elements", "Elements: retrieval, generation or documents", notes=notes, tables=tuple(tables),
                    charts=charts)
@@ -278,9 +281,16 @@ def cuer_section(store: RecordStore, data: ReportData) -> Section:
                "rows whose perturbed answer is unscored (no change)", *((control,) if control else ())),
         tables=(NamedTable("cuer_effects", f"CUE-R perturbation effects: {totals[0]}", frame),
                 NamedTable("cuer_conditions", CUER_CONDITIONS_TITLE, cuer_condition_frame(diagnostics))),
-        # the chart escapes its own labels
-        charts=(Markup(cuer_utility_svg(diagnostics, counts=counts, closed_book=closed_book)),),
+        # the charts escape their own labels
+        charts=(Markup(cuer_utility_svg(diagnostics, counts=counts, closed_book=closed_book)),
+                cuer_heatmap_svg(diagnostics, chunk_ranks(retrievals))),
     )
+
+
+def chunk_ranks(retrievals: Sequence[Retrieval]) -> dict[tuple[str, str], int]:
+    """(sample id, chunk id) -> the chunk's 1-based rank in the normal retrieval (its position when unranked)."""
+    return {(r.sample_id, c.id): c.rank or position for r in retrievals if r.condition == NORMAL
+            for position, c in enumerate(r.chunks, start=1)}
 
 
 def answer_section(data: ReportData) -> Section | None:

@@ -5,6 +5,7 @@
 - `models`: building a run from its configuration (Models, check_model_specs, eval_context).
 - `runner`: many samples through the per-sample graph, resumable (Runner, RunPaths, RunLock).
 - `live`: live-traffic evaluation attached to a LangChain app (LiveEvaluator).
+- `telemetry`, `langsmith_feedback`: OpenTelemetry spans of runs (Telemetry), figures as LangSmith feedback.
 - `rescore`, `rerun`, `element_lists`: recompute a run, re-test changed rows, edit frozen element lists.
 - `ranking`, `calibration`: DICE tournaments of systems, and judges against human labels.
 

@@ -3,12 +3,14 @@
 from .api import EvalResult, aevaluate, astream, evaluate, langchain_config, reference_system
 from .calibration import HumanLabel, KindCalibration, calibrate, load_labels, review_labels
 from .element_lists import export_lines, import_lines, read_lines, write_lines
+from .langsmith_feedback import LangSmithFeedback
 from .live import LiveCounts, LiveEvaluator, check_live_config, live_config
 from .models import ConfiguredAnswerer, Models, check_model_specs, eval_context
 from .ranking import RankingReport, RankSettings, place_against_baselines, rank_systems
 from .rerun import RerunResult, arerun_changed, plan_changes
 from .rescore import arescore_run, rescore_run
 from .runner import ResumePlan, RunLock, RunLockedError, Runner, RunPaths, SamplesChangedError
+from .telemetry import NO_TELEMETRY, Telemetry
 from .workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
 
 __all__ = [
@@ -18,9 +20,11 @@ __all__ = [
     "HOTPOTQA_COLLECTION",
     "HumanLabel",
     "KindCalibration",
+    "LangSmithFeedback",
     "LiveCounts",
     "LiveEvaluator",
     "Models",
+    "NO_TELEMETRY",
     "RankSettings",
     "RankingReport",
     "RerunResult",
@@ -30,6 +34,7 @@ __all__ = [
     "RunPaths",
     "Runner",
     "SamplesChangedError",
+    "Telemetry",
     "Workspace",
     "aevaluate",
     "arerun_changed",

@@ -24,6 +24,11 @@ How it stays out of the app's way:
   ... drop). `counts()` always adds up: see `LiveCounts.accounted`.
 
 Attach the handler at the outermost call of the app: a request is a run without a parent run.
+
+Traces out: while LangSmith tracing is on, each evaluated request's figures are posted as LangSmith feedback on
+the request's traced run (runs.langsmith_feedback; `langsmith_feedback=False` turns it off), and with an OTLP
+endpoint configured (`telemetry.otlp_endpoint` of the config or $OTEL_EXPORTER_OTLP_ENDPOINT) each evaluation
+is a trace of spans: the sample, its graph nodes, its LLM calls (runs.telemetry).
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
 from ragcourt.graphs.sample import build_sample_graph
+from ragcourt.runs.langsmith_feedback import LangSmithFeedback
 from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.runner import RunLock, Runner, RunPaths
+from ragcourt.runs.telemetry import Telemetry
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Chunk, ConditionKind, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import EvalConfig, Method, ReviewMode
@@ -100,6 +107,8 @@ class LiveCounts(BaseModel):
     handler_errors: int = 0  # exceptions caught in callbacks (never raised into the app)
     result_callback_errors: int = 0
     stream_dropped: int = 0  # results a slow stream() reader did not take in time
+    feedback_posted: int = 0  # LangSmith feedback items posted (one per figure of an evaluated request)
+    feedback_errors: int = 0  # evaluated requests whose feedback LangSmith did not take (logged)
 
     @property
     def dropped(self) -> int:
@@ -153,6 +162,9 @@ class LiveEvaluator:
     home / run_id: the workspace and run the diagnostics go to (the run directory is locked while open).
     sample_rate: share of requests evaluated, drawn with `seed`. max_queue: requests waiting at most.
     on_result: called in the worker thread with each diagnostics; its exceptions are counted, not raised.
+    langsmith_feedback: the figures as LangSmith feedback on each request's run: None (default) while LangSmith
+    tracing is on at start(), to $LANGSMITH_ENDPOINT; False never; or a LangSmithFeedback of your own client.
+    telemetry: where the OpenTelemetry spans go; None (default): the config's or the environment's OTLP endpoint.
     """
 
     def __init__(
@@ -168,6 +180,8 @@ class LiveEvaluator:
         app_name: str = "langchain-app",
         question_key: str | None = None,
         answer_key: str | None = None,
+        langsmith_feedback: LangSmithFeedback | bool | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         if not 0.0 <= sample_rate <= 1.0:
             raise ValueError(f"sample_rate must be in [0, 1], got {sample_rate}")
@@ -193,11 +207,20 @@ class LiveEvaluator:
         self._accepting = False
         self._closed = False
         self._startup_error: BaseException | None = None
+        self._feedback_choice, self._telemetry_choice = langsmith_feedback, telemetry
+        self._feedback: LangSmithFeedback | None = None
+        self._telemetry: Telemetry | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> Self:
         """Lock the run directory and start the worker thread (ready to evaluate when this returns)."""
+        choice = self._feedback_choice
+        if isinstance(choice, LangSmithFeedback) or choice is False:
+            self._feedback = choice or None
+        else:  # None or True: read where LangSmith traces to, as the app's own tracer does
+            self._feedback = LangSmithFeedback.from_environment()
+        self._telemetry = self._telemetry_choice or Telemetry.configured(self.config.telemetry.otlp_endpoint)
         self._run_lock.__enter__()
         self._thread = threading.Thread(target=self._thread_main, name=f"ragcourt-live-{self.run_id}", daemon=True)
         self._thread.start()
@@ -224,6 +247,8 @@ class LiveEvaluator:
         self._thread.join()
         self._thread = None
         self._run_lock.__exit__(None, None, None)
+        if self._telemetry is not None and self._telemetry_choice is None:  # its own: sends what is batched
+            self._telemetry.shutdown()
         counts = self.counts()
         logger.info("live evaluation of run %s closed: %s", self.run_id, counts.describe())
         return counts
@@ -337,8 +362,9 @@ class LiveEvaluator:
         try:
             models = Models(self.config, store)
             context = eval_context(self.config, Precomputed(name=self.app_name), store, models, None, None)
-            graph = build_sample_graph()
-            runner = Runner(context, self.run_id, self.run_dir)
+            assert self._telemetry is not None
+            graph = build_sample_graph(wrap_node=self._telemetry.wrap_node)
+            runner = Runner(context, self.run_id, self.run_dir, telemetry=self._telemetry)
             runner.register(dataset="live", system=self.app_name)
             self._loop, self._inbox, self._stopping = asyncio.get_running_loop(), asyncio.Queue(), asyncio.Event()
         except BaseException as error:  # noqa: BLE001 - start() reports it
@@ -379,6 +405,8 @@ class LiveEvaluator:
                 self._counts["queued"] -= 1
                 self._counts["evaluating"] += 1
             diagnostics = await self._evaluate(graph, runner, captured)
+            if self._feedback is not None:  # before it counts as evaluated, so flush() waits for it too
+                await self._post_feedback(self._feedback, diagnostics)
             with self._lock:
                 self._counts["evaluating"] -= 1
                 self._counts["evaluated" if diagnostics.status is SampleStatus.OK else "failed"] += 1
@@ -396,6 +424,15 @@ class LiveEvaluator:
         diagnostics = await runner.evaluate_one(graph, sample)
         assert diagnostics is not None, "live evaluation never interrupts (inline review is refused)"
         return diagnostics
+
+    async def _post_feedback(self, feedback: LangSmithFeedback, diagnostics: SampleDiagnostics) -> None:
+        try:
+            posted = await asyncio.to_thread(feedback.post, diagnostics)
+        except Exception:  # noqa: BLE001 - LangSmith down or refusing: the evaluation stands, the miss is counted
+            self._count("feedback_errors")
+            logger.exception("live evaluation: LangSmith feedback on run %s failed", diagnostics.sample_id)
+        else:
+            self._count("feedback_posted", posted)
 
     def _publish(self, diagnostics: SampleDiagnostics, subscribers: list[_Subscriber]) -> None:
         if self.on_result is not None:

@@ -30,6 +30,7 @@ from ragcourt.llm.probe import (
 from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.nodes.state import EvalContext
+from ragcourt.runs.validity_profile import apply_profile, load_profile
 from ragcourt.schema.config import NO_LLM_MODELS, ConfigError, EvalConfig
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
@@ -151,7 +152,8 @@ class Models:
         for judge in out:
             if isinstance(judge, LLMJudge):
                 self._check_judge_identity(judge)
-        return out
+        profile = load_profile(self.config)
+        return out if profile is None else apply_profile(out, self.config, profile)
 
     def _check_judge_identity(self, judge: LLMJudge) -> None:
         """Stored verdicts are reused by (check, judge id): under an id whose model changed they would be

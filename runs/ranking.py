@@ -38,7 +38,9 @@ from ragcourt.metrics.dice import (
     TournamentMode,
     TournamentResult,
     position_bias_rate,
+    round_robin_schedule,
     run_tournament,
+    swiss_rounds,
     tier_position,
 )
 from ragcourt.nodes.tournament_state import (
@@ -203,9 +205,23 @@ def _record_run(store: RecordStore, run_id: str, questions: Sequence[Sample], co
     store.put_samples(run_id, questions)
 
 
+MatchProgress = Callable[[int, int], None]
+"""Told (matches played, matches planned) after each match, from the worker thread that plays them."""
+
+
+def planned_matches(n_systems: int, settings: RankSettings) -> int:
+    """How many matches a tournament plays: every pair of each round-robin round played, or n // 2 per Swiss
+    round (a Swiss round may pair fewer when only rematches are left: then fewer are played)."""
+    if settings.mode is TournamentMode.ROUND_ROBIN:
+        schedule = list(round_robin_schedule([str(i) for i in range(n_systems)]))[:settings.rounds]
+        return sum(len(pairing.pairs) for pairing in schedule)
+    return (swiss_rounds(n_systems) if settings.rounds is None else settings.rounds) * (n_systems // 2)
+
+
 async def _play(
     answer_sets: Mapping[str, AnswerSet], questions: Sequence[Sample], judges: Sequence[Judge], store: RecordStore,
-    run_id: str, settings: RankSettings, schedule: Callable[[MatchFn], T],
+    run_id: str, settings: RankSettings, schedule: Callable[[MatchFn], T], planned: int = 0,
+    on_match: MatchProgress | None = None,
 ) -> tuple[T, dict[tuple[str, str], tuple[QuestionOutcome, ...]], JudgeCallCount]:
     """Run `schedule(match_fn)` in a worker thread; each match is the match graph on this event loop."""
     context = MatchContext(judges=judges, store=store, answer_sets=answer_sets, questions=questions, run_id=run_id,
@@ -220,6 +236,8 @@ async def _play(
             graph.ainvoke({"system_a": a, "system_b": b}, context=context), loop
         ).result()
         played[(a, b)] = state["outcomes"]
+        if on_match is not None:
+            on_match(len(played), max(planned, len(played)))
         return state["result"]
 
     result = await asyncio.to_thread(schedule, match_fn)
@@ -228,7 +246,7 @@ async def _play(
 
 async def rank_systems(
     answer_sets: Sequence[AnswerSet], judges: Sequence[Judge], store: RecordStore, settings: RankSettings,
-    references: Mapping[str, Sample] | None = None, run_id: str | None = None,
+    references: Mapping[str, Sample] | None = None, run_id: str | None = None, on_match: MatchProgress | None = None,
 ) -> RankingReport:
     names = [s.name for s in answer_sets]
     if len(set(names)) != len(names):
@@ -246,7 +264,8 @@ async def rank_systems(
                               n_bootstrap=settings.n_bootstrap)
 
     by_name = {s.name: s for s in answer_sets}
-    result, played, calls = await _play(by_name, questions, judges, store, run_id, settings, schedule)
+    result, played, calls = await _play(by_name, questions, judges, store, run_id, settings, schedule,
+                                        planned_matches(len(names), settings), on_match)
     return RankingReport(run_id=run_id, tournament=result, questions=questions,
                          dropped_questions=dropped, outcomes=played, calls=calls,
                          judge_ids=[*(j.judge_id for j in judges), *settings.judge_ids], orders=settings.orders)
@@ -338,7 +357,7 @@ class TierReport:
 
 async def place_against_baselines(
     new: AnswerSet, directory: Path, judges: Sequence[Judge], store: RecordStore, settings: RankSettings,
-    references: Mapping[str, Sample] | None = None, run_id: str | None = None,
+    references: Mapping[str, Sample] | None = None, run_id: str | None = None, on_match: MatchProgress | None = None,
 ) -> TierReport:
     """Seed 001's single-system mode: the new system plays one match against each tier's baseline."""
     pool, baseline_sets = load_pool(directory)
@@ -359,7 +378,7 @@ async def place_against_baselines(
         return [match_fn(new.name, entry.name) for entry in tiered]
 
     results, played, calls = await _play({s.name: s for s in all_sets}, questions, judges, store, run_id, settings,
-                                         schedule)
+                                         schedule, len(tiered), on_match)
     baselines = [Baseline(name=e.name, tier=e.tier, rating=e.rating) for e in tiered]  # type: ignore[arg-type]
     # the new system's Elo is the seed's update on the pool's scale: the K and initial rating of the tournament
     # that rated the baselines, as the pool recorded them (metrics.dice.elo_against_baselines)

@@ -25,6 +25,7 @@ from pathlib import Path
 from ragcourt.nodes.state import EvalContext
 from ragcourt.runs.element_lists import current_elements
 from ragcourt.runs.runner import CONFIG_FILE, DIAGNOSTICS_FILE, Runner
+from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus, content_id
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
@@ -143,11 +144,12 @@ def rerun_id(base_run_id: str, samples: Sequence[Sample], plan: ChangePlan) -> s
 async def arerun_changed(
     context: EvalContext, base_run_id: str, samples: Sequence[Sample],
     *, new_run_id: str | None = None, runs_home: Path, dataset: str | None = None,
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> RerunResult:
     """Evaluate only the changed samples in a new run and copy the rest from the base run.
 
     `context` must be built from the base run's configuration (the CLI does so); runs_home/<run id> is
-    the new run directory.
+    the new run directory; `telemetry`: where the re-evaluated samples' spans go (runs.telemetry).
     """
     store = context.store
     base = store.get_run(base_run_id)
@@ -173,6 +175,6 @@ async def arerun_changed(
             for row in copied:
                 handle.write(json.dumps(row.model_dump(mode="json"), ensure_ascii=False) + "\n")
     todo = [s for s in samples if s.id in set(plan.changed_ids)]
-    runner = Runner(context, run_id, run_dir)
+    runner = Runner(context, run_id, run_dir, telemetry=telemetry)
     rerun = [d async for d in runner.astream(todo, dataset=info.dataset, system=base.system)]
     return RerunResult(info, plan, tuple(rerun), tuple(copied))

@@ -1,7 +1,8 @@
 """Recompute a run's decisions and metrics from the store, e.g. after reviews: no LLM call, no system call.
 
 The per-sample graph is replayed with the run's stored configuration: retrievals, answers, decompositions
-and verdicts come back from the store, reconciliation picks up the latest reviews, and the scorer writes
+and verdicts come back from the store, reconciliation picks up the latest reviews (a `reconcile: weighted`
+run estimates its jury again first, the reviews clamped: runs.jury_weights), and the scorer writes
 fresh diagnostics. A replay system refuses any call, and replay judges and decomposer give back only what
 was stored, so nothing can silently reach a model.
 """
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragcourt.judging.decomposers import Decomposer, Split
+from ragcourt.nodes.state import EvalContext
+from ragcourt.runs.jury_weights import fit_jury
 from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.runner import Runner
 from ragcourt.schema import (
@@ -29,7 +32,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.schema.config import EvalConfig
+from ragcourt.schema.config import EvalConfig, Reconcile
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ConditionUnavailable, Generation
 
@@ -80,7 +83,8 @@ class ReplayDecomposer:
         return Split(items=(), status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.ERROR)
 
 
-async def arescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[SampleDiagnostics]:
+def replay_context(store: RecordStore, run_id: str) -> EvalContext:
+    """The run's context with every model and system call replaced by the store's records."""
     run = store.get_run(run_id)
     if run is None:
         raise LookupError(f"no run '{run_id}' in the store")
@@ -88,6 +92,13 @@ async def arescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[S
     context = eval_context(config, ReplaySystem(run.system), store, Models(config, store), None, None)
     context.judges = [ReplayJudge(judge.judge_id, store) for judge in context.judges]
     context.decomposer = ReplayDecomposer(context.decomposer)
+    if config.reconcile is Reconcile.WEIGHTED:  # the jury is estimated again, with the reviews so far clamped
+        context.posteriors = fit_jury(store, run_id, config).posteriors
+    return context
+
+
+async def arescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[SampleDiagnostics]:
+    context = replay_context(store, run_id)
     runner = Runner(context, run_id, run_dir)
     return [d async for d in runner.astream(store.get_samples(run_id), rescore=True)]
 

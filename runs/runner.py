@@ -7,6 +7,8 @@ answer every call that already succeeded. A finished sample that holds work unsc
 again from its stored work, so only that work is asked again. Diagnostics also append to
 `diagnostics.jsonl` in the run directory as they arrive, so `tail -f` (or `ragcourt watch`) follows a run.
 
+With a Telemetry (runs.telemetry) the run, each sample, graph node and LLM call is an OpenTelemetry span.
+
 A run's figures are those of the samples it evaluated: given samples of the same ids but other contents
 (an edited dataset), the runner refuses (`SamplesChangedError`, naming them) before it writes anything.
 """
@@ -18,8 +20,8 @@ import fcntl
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from langgraph.types import Command
 
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.nodes.state import EvalContext
+from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.schema import (
     NORMAL,
     Decomposition,
@@ -40,7 +43,7 @@ from ragcourt.schema import (
     SampleStatus,
 )
 from ragcourt.schema.config import Method, ReviewMode
-from ragcourt.stores.checkpoints import async_sqlite_saver
+from ragcourt.stores.checkpoints import async_saver
 
 logger = logging.getLogger(__name__)
 
@@ -154,10 +157,12 @@ def _thread(run_id: str, sample_id: str) -> RunnableConfig:
 
 
 class Runner:
-    """Evaluates samples of one run. Build it with an EvalContext from the composition root."""
+    """Evaluates samples of one run. Build it with an EvalContext from the composition root, and the run's
+    telemetry (spans of the run, its samples, nodes and LLM calls; none by default)."""
 
-    def __init__(self, context: EvalContext, run_id: str, run_dir: Path) -> None:
+    def __init__(self, context: EvalContext, run_id: str, run_dir: Path, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.context, self.run_id, self.paths = context, run_id, RunPaths(run_dir)
+        self.telemetry = telemetry
         self._pinned_samples: set[str] | None = None  # samples with splits pinned in this run, read once
 
     async def astream(
@@ -172,9 +177,26 @@ class Runner:
         Raises RunLockedError, or SamplesChangedError when samples the run holds are given with other contents.
         """
         async with AsyncExitStack() as stack:
-            stack.enter_context(RunLock(self.paths.lock))
+            stack.enter_context(self._lock())
+            stack.enter_context(self.telemetry.run_span(self.run_id, dataset=dataset,
+                                                        system=system or self.context.system.name))
             async for diagnostics in self._stream(stack, samples, dataset, system, rescore, on_start):
                 yield diagnostics
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        """The run's file lock; with a PostgreSQL store, an advisory lock in the database instead, which holds
+        across machines (released by the server when its holder's connection ends, even by kill -9)."""
+        store = self.context.store
+        if store.url is None:
+            with RunLock(self.paths.lock):
+                yield
+            return
+        with store.dialect.run_lock(f"ragcourt-run:{self.run_id}") as held:
+            if not held:
+                raise RunLockedError(f"run {self.run_id} is in use by another process on {store.location}; "
+                                     "wait for it or stop it")
+            yield
 
     def register(self, *, dataset: str = "", system: str = "") -> None:
         """Record the run and the configuration it used, once (a resumed run keeps its first record)."""
@@ -211,8 +233,8 @@ class Runner:
         todo = [s for s in samples if s.id not in done]
         checkpointer = None
         if self.context.config.review_mode is ReviewMode.INLINE:
-            checkpointer = await stack.enter_async_context(async_sqlite_saver(self.paths.checkpoints))
-        graph = build_sample_graph(checkpointer)
+            checkpointer = await stack.enter_async_context(async_saver(self.context.store.url, self.paths.checkpoints))
+        graph = build_sample_graph(checkpointer, self.telemetry.wrap_node)
         limit = asyncio.Semaphore(self.context.config.concurrency)
 
         async def one(sample: Sample) -> SampleDiagnostics | None:
@@ -263,7 +285,9 @@ class Runner:
             payload: Any = Command(resume=resume) if resume is not None else {
                 "run_id": self.run_id, "sample": sample, "pinned_splits": await self._pinned_splits(sample.id),
             }
-            state = await graph.ainvoke(payload, config=_thread(self.run_id, sample.id), context=self.context)
+            with self.telemetry.sample_span(self.run_id, sample) as trace:
+                state = await graph.ainvoke(payload, config=_thread(self.run_id, sample.id), context=self.context)
+                trace.record(state.get("diagnostics"))
         except Exception as error:  # one sample's failure is recorded; the run goes on
             diagnostics = SampleDiagnostics(
                 run_id=self.run_id, sample_id=sample.id, question=sample.question, status=SampleStatus.FAILED,
@@ -293,12 +317,12 @@ class Runner:
 
     async def resume(self, sample: Sample, decisions: Sequence[ReviewDecision]) -> SampleDiagnostics | None:
         """Resume one sample stopped at an inline-review interrupt with a person's decisions."""
-        async with async_sqlite_saver(self.paths.checkpoints) as checkpointer:
-            graph = build_sample_graph(checkpointer)
+        async with async_saver(self.context.store.url, self.paths.checkpoints) as checkpointer:
+            graph = build_sample_graph(checkpointer, self.telemetry.wrap_node)
             return await self.evaluate_one(graph, sample, resume=[d.model_dump(mode="json") for d in decisions])
 
     async def pending_interrupts(self, sample: Sample) -> list[Any]:
-        async with async_sqlite_saver(self.paths.checkpoints) as checkpointer:
+        async with async_saver(self.context.store.url, self.paths.checkpoints) as checkpointer:
             graph = build_sample_graph(checkpointer)
             snapshot = await graph.aget_state(_thread(self.run_id, sample.id))
             return [i.value for task in snapshot.tasks for i in task.interrupts]

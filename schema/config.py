@@ -29,6 +29,19 @@ class ReviewMode(StrEnum):
     INLINE = "inline"  # the graph interrupts and waits for a person's decision
 
 
+class Reconcile(StrEnum):
+    """How a binary check's verdicts become its decision.
+
+    majority (the default): the majority label (judging.reconciliation).
+    weighted: as the run's final step (and at every re-score), each judge's accuracy is estimated per check kind
+    by Dawid-Skene from the run's own verdicts, with the reviews so far clamped, and each binary check is decided
+    by its posterior (runs.jury_weights); pairwise checks and scores stay as majority / mean decides them.
+    """
+
+    MAJORITY = "majority"
+    WEIGHTED = "weighted"
+
+
 class Method(StrEnum):
     """Which families of checks a run makes (Q-CARE and elements are the default diagnosis)."""
 
@@ -36,6 +49,10 @@ class Method(StrEnum):
     ELEMENTS = "elements"
     CUBE = "cube"
     CUER = "cuer"
+    # The reference-side checks RAGAS also makes: answer claims against the reference's elements (claim
+    # precision, factual F1 with element recall) and each element against each chunk (context precision with
+    # reference). Needs a reference answer; splits the answer into claims and the reference into elements.
+    REFERENCE = "reference"
 
 
 class Batching(StrEnum):
@@ -43,11 +60,21 @@ class Batching(StrEnum):
 
     per_kind: one call per check kind (focused prompts; the evidence is sent with each kind).
     per_sample: one call for every alignment kind at once (judging.combined_checks.CombinedJudgements), the evidence sent once.
+    joint: per_sample's judgement, and the splits too in one call (question -> sub-queries, reference -> elements,
+    answer -> claims, those not frozen yet; judging.decomposers.joint_splits): two calls per sample. A long
+    reply is cut into as few calls as fit (combined_checks.MAX_REPLY_ITEMS), and the items a reply leaves out
+    are asked again once, in one follow-up call (counted: metric `follow_up_calls`).
     Verdicts are per atomic check either way; dimension scores and pairwise checks are never combined.
     """
 
     PER_KIND = "per_kind"
     PER_SAMPLE = "per_sample"
+    JOINT = "joint"
+
+    @property
+    def combines(self) -> bool:
+        """Whether an LLM judge gets one combined call per sample and condition."""
+        return self is not Batching.PER_KIND
 
 
 class DimensionProtocol(StrEnum):
@@ -193,6 +220,23 @@ class PerturbationSpec(_Strict):
         return kinds
 
 
+class TelemetrySpec(_Strict):
+    """Where a run's OpenTelemetry spans go (runs.telemetry). Not part of a run's identity: the derived run id
+    leaves it out, and an unset one is left out of the stored configuration."""
+
+    otlp_endpoint: str | None = Field(
+        default=None, description="an OTLP/HTTP collector's base URL (Phoenix http://127.0.0.1:6006, a collector "
+        "http://127.0.0.1:4318), /v1/traces added; unset: OTEL_EXPORTER_OTLP_ENDPOINT, else no spans",
+    )
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _http_url(cls, endpoint: str | None) -> str | None:
+        if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"{endpoint!r} is not an http(s) URL (OTLP/HTTP)")
+        return endpoint
+
+
 class EvalConfig(_Strict):
     judges: tuple[JudgeSpec, ...] = Field(default=(JudgeSpec(model="lexical"),), min_length=1)
     decomposer: str = Field(default="sentences", description="'sentences' (no LLM) or a model spec")
@@ -229,17 +273,58 @@ class EvalConfig(_Strict):
     escalate_score_spread: float = Field(
         default=3.0, ge=0.0, description="a 0-10 score escalates when judges differ by more than this"
     )
+    # The two keys below came after runs were stored: at their defaults they are left out of the dump, so a run id
+    # derived before they existed stays the same (majority decides as it always did).
+    reconcile: Reconcile = Field(
+        default=Reconcile.MAJORITY, exclude_if=lambda method: method is Reconcile.MAJORITY,
+        description="'majority' (default) or 'weighted': binary checks decided by the Dawid-Skene posterior of the "
+        "run's jury, estimated per check kind from its own verdicts and reviews (see Reconcile)",
+    )
+    escalate_below_posterior: float = Field(
+        default=0.8, ge=0.5, le=1.0, exclude_if=lambda share: share == 0.8,
+        description="reconcile: weighted: a binary check also escalates when the posterior of its decided label is "
+        "below this (the judges' disagreement escalates it as under majority)",
+    )
     review_mode: ReviewMode = ReviewMode.DEFERRED
     concurrency: int = Field(default=8, ge=1, description="samples evaluated at once")
     llm_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight per endpoint")
     batching: Batching = Field(
         default=Batching.PER_SAMPLE,
-        description="per_sample (default: about 1/2 the calls and prompt tokens of per_kind, docs/BENCHMARKS.md) "
-        "or per_kind judge calls (see Batching)",
+        description="per_sample (default: about 1/2 the calls and prompt tokens of per_kind, docs/BENCHMARKS.md), "
+        "per_kind judge calls, or joint (the splits in one call too: two calls per sample; see Batching)",
     )
     timeout_s: float = Field(default=60.0, gt=0)
     trim_proportion: float = Field(default=0.1, ge=0.0, lt=0.5)
     seed: int = 0
+    # Unset, it is left out of the dump, so every run id derived before the key existed stays the same.
+    calibration_profile: str | None = Field(
+        default=None, min_length=1, exclude_if=lambda path: path is None,
+        description="a calibration profile (JSON, `ragcourt calibrate --fit-threshold --save-profile`): on the "
+        "kinds it has thresholds for, a judge's label is yes when its P(yes) >= the learned threshold "
+        "(runs.validity_profile); a path relative to the working directory",
+    )
+    # Where the records go, not what is evaluated: never dumped, so it is in no run id, config.json or RunInfo
+    # (a URL may hold a password). `--store` and $RAGCOURT_STORE take precedence (runs.workspace).
+    store: str | None = Field(
+        default=None, exclude=True, pattern=r"^postgres(ql)?://",
+        description="a postgresql:// URL for the record store, LLM cache and checkpoints; unset: the workspace's "
+        "own SQLite file",
+    )
+    # Where the corpus is, like `store`: never dumped. `--chroma` takes precedence (runs.workspace).
+    chroma: str | None = Field(
+        default=None, exclude=True, pattern=r"^http://",
+        description="a Chroma server's http://HOST:PORT URL for the reference system's corpus (shared by the "
+        "workers of `run --workers`); unset: the workspace's chromadb folder",
+    )
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec,
+                                     exclude_if=lambda telemetry: telemetry.otlp_endpoint is None)
+    # A gate on the figures, not a setting of the evaluation: never dumped, so changing a threshold is no new
+    # run (no run id, config.json or RunInfo holds it). Metric names are checked by analysis.gate.
+    fail_under: dict[str, float] = Field(
+        default_factory=dict, exclude=True,
+        description="{metric: minimum}: `ragcourt run` exits 1 when a run mean is below its minimum or n/a "
+        "(metric names as in the summary, e.g. element_coverage, c_prec@5); `--fail-under` adds to it",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -286,7 +371,8 @@ class EvalConfig(_Strict):
 
     def with_overrides(self, **changes: Any) -> EvalConfig:
         """A validated copy with `changes` applied; a bad value raises ConfigError naming its key."""
-        return parse_config({**self.model_dump(), **changes}, "overrides")
+        return parse_config({**self.model_dump(), "store": self.store, "chroma": self.chroma,
+                             "fail_under": self.fail_under, **changes}, "overrides")  # never dumped
 
 
 def _describe(error: ValidationError, source: str) -> str:

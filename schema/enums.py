@@ -29,6 +29,10 @@ class CheckKind(StrEnum):
     CLAIM_SERVES_SUBQUERY = "claim_serves_subquery"
     SUBQUERY_ANSWERED = "subquery_answered"
     CLAIM_SUPPORTED = "claim_supported"
+    # The reference-side checks (method `reference`): an answer claim against the reference's elements (the
+    # precision side of factual correctness), and an element against one chunk (context precision with reference).
+    CLAIM_IN_REFERENCE = "claim_in_reference"
+    ELEMENT_IN_CHUNK = "element_in_chunk"
     DIMENSION_SCORE = "dimension_score"
     PAIRWISE = "pairwise"
 
@@ -77,6 +81,7 @@ class WholeTarget(StrEnum):
     ANSWER = "answer"
     CLAIMS = "claims"
     CONTEXT = "context"
+    REFERENCE = "reference"  # the reference answer, as its (frozen) elements: claim_in_reference's target
 
 
 class QueryType(StrEnum):
@@ -89,6 +94,7 @@ class ReconcileMethod(StrEnum):
     MAJORITY = "majority"
     MEAN = "mean"
     MEAN_PROBABILITY = "mean_probability"
+    WEIGHTED = "weighted"  # the Dawid-Skene posterior of the run's jury (config `reconcile: weighted`)
     HUMAN = "human"
     NONE = "none"
 

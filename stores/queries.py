@@ -1,4 +1,4 @@
-"""Read-back aggregates of the record store: counts, sums and frames over a run, computed by SQLite."""
+"""Read-back aggregates of the record store: counts, sums and frames over a run, computed by the database."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class RecordQueries(RecordStoreBase):
     """The aggregate and frame methods of `RecordStore`."""
 
     # ------------------------------------------------------------------ aggregates
-    # Counts and sums over a run computed by SQLite, so a report over 10,000 samples does not build
+    # Counts and sums over a run computed by the database, so a report over 10,000 samples does not build
     # hundreds of thousands of records only to count them. Each equals the same figure computed over the
     # records the listing methods return (tests/stores/test_records_aggregates.py).
 
@@ -87,7 +87,19 @@ class RecordQueries(RecordStoreBase):
         judges = run.config.get("judges") if run is not None else None
         if not isinstance(judges, list) or not judges:
             return None
-        return tuple(str(j.get("id") or j["model"]) for j in judges if isinstance(j, dict) and j.get("model"))
+        ids = tuple(str(j.get("id") or j["model"]) for j in judges if isinstance(j, dict) and j.get("model"))
+        assert run is not None  # its config named the judges
+        if not run.config.get("calibration_profile"):
+            return ids
+        # A judge the run's calibration profile calibrates stores its verdicts as `<judge>+cal-<profile tag>`
+        # (runs.validity_profile); the profile file is not the store's to read, so the tags are the run's own.
+        calibrated = []
+        for judge in ids:
+            prefix = f"{judge}+cal-"
+            sql = (f"SELECT DISTINCT judge_id FROM verdicts WHERE check_id IN (SELECT l.check_id FROM {_RUN_LINKS}) "
+                   "AND substr(judge_id, 1, ?) = ? ORDER BY 1")
+            calibrated += [str(found) for (found,) in self._select(sql, (run_id, len(prefix), prefix))]
+        return ids + tuple(calibrated)
 
     def run_verdicts(self, run_id: str, check_ids: Sequence[str]) -> list[Verdict]:
         """The verdicts of the run's jury (run_judge_ids) on these checks, in the store's order."""
@@ -110,29 +122,31 @@ class RecordQueries(RecordStoreBase):
 
     def count_escalated(self, run_id: str) -> int:
         """How many of the run's reconciled records are escalated."""
-        sql = "SELECT COUNT(*) FROM reconciled WHERE run_id = ? AND escalated = 1"  # True is stored as 1
+        sql = "SELECT COUNT(*) FROM reconciled WHERE run_id = ? AND escalated = TRUE"  # SQLite: TRUE is 1
         return int(self._select(sql, (run_id,))[0][0])
 
     def count_pending_escalations(self, run_id: str) -> int:
         """len(pending_escalations(run_id))."""
         sql = (
-            "SELECT COUNT(*) FROM reconciled r WHERE r.run_id = ? AND r.escalated = 1 AND NOT EXISTS "
+            "SELECT COUNT(*) FROM reconciled r WHERE r.run_id = ? AND r.escalated = TRUE AND NOT EXISTS "
             "(SELECT 1 FROM reviews v WHERE v.run_id = r.run_id AND v.check_id = r.check_id AND v.action != ?)"
         )
         return int(self._select(sql, (run_id, str(ReviewAction.SKIP)))[0][0])
 
     def check_counts_by_sample(self, run_id: str) -> dict[str, SampleCheckCounts]:
         """Per sample id (the check's own): its linked checks, escalated ones, reviewed ones."""
-        # INDEXED BY: the planner would take the primary key and read every check's row for its sample_id
+        dialect = self.dialect
+        # INDEXED BY (SQLite): the planner would take the primary key and read every check's row for its sample_id
         checks = (
-            "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c INDEXED BY checks_by_id_sample_id "
+            f"SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c{dialect.indexed_by('checks_by_id_sample_id')} "
             "ON c.id = l.check_id WHERE l.run_id = ? GROUP BY c.sample_id"
         )
         # escalations and reviews are few: start from them, not from every link (an index each)
         escalated = (
-            "SELECT c.sample_id, COUNT(*) FROM reconciled r CROSS JOIN run_checks l INDEXED BY run_checks_by_check "
+            f"SELECT c.sample_id, COUNT(*) FROM reconciled r {dialect.ordered_join} run_checks l"
+            f"{dialect.indexed_by('run_checks_by_check')} "
             "ON l.run_id = r.run_id AND l.check_id = r.check_id JOIN checks c ON c.id = l.check_id "
-            "WHERE r.run_id = ? AND r.escalated = 1 GROUP BY c.sample_id"
+            "WHERE r.run_id = ? AND r.escalated = TRUE GROUP BY c.sample_id"
         )
         reviewed = (
             "SELECT c.sample_id, COUNT(*) FROM run_checks l JOIN checks c ON c.id = l.check_id "
@@ -152,21 +166,22 @@ class RecordQueries(RecordStoreBase):
     def failed_samples(self, run_id: str) -> list[tuple[str, str | None]]:
         """(sample id, error) of the run's failed samples, in the order get_diagnostics lists them."""
         sql = (
-            "SELECT sample_id, json_extract(payload, '$.error') FROM diagnostics "
+            f"SELECT sample_id, {self.dialect.json_text('payload', 'error')} FROM diagnostics "
             "WHERE run_id = ? AND status = ? ORDER BY rowid"
         )
         return [(sample_id, error) for sample_id, error in self._select(sql, (run_id, str(SampleStatus.FAILED)))]
 
     def metric_totals(self, run_id: str) -> list[MetricTotals]:
         """Each metric's figures over the run's diagnostics (as reading get_diagnostics gives), by name."""
+        dialect = self.dialect
         sql = (
-            "SELECT m.value FROM diagnostics d, json_each(d.payload, '$.metrics') m "
+            f"SELECT {dialect.json_dump('m.value')} FROM diagnostics d, {dialect.array_items('d.payload', 'metrics', 'm')} "
             "WHERE d.run_id = ? ORDER BY d.rowid, m.key"
         )
         values: dict[str, list[float]] = {}
         counts: dict[str, list[int]] = {}
-        # json_each hands back each metric's stored JSON text, numbers as written: parsed here, every float
-        # is the one get_diagnostics reads, and the values keep their order for an identical mean
+        # each metric comes back as its stored JSON text, numbers as written: parsed here, every float is the
+        # one get_diagnostics reads, and the values keep their order for an identical mean
         for (text,) in self._select(sql, (run_id,)):
             metric = json.loads(text)
             found = values.setdefault(metric["name"], [])
@@ -182,18 +197,21 @@ class RecordQueries(RecordStoreBase):
 
     def element_status_counts(self, run_id: str) -> dict[ElementStatus, int]:
         """How many elements of the run's diagnostics have each status (statuses with none are left out)."""
+        dialect = self.dialect
         sql = (
-            "SELECT json_extract(e.value, '$.status'), COUNT(*) FROM diagnostics d, "
-            "json_each(d.payload, '$.elements') e WHERE d.run_id = ? GROUP BY 1"
+            f"SELECT {dialect.json_text('e.value', 'status')}, COUNT(*) FROM diagnostics d, "
+            f"{dialect.array_items('d.payload', 'elements', 'e')} WHERE d.run_id = ? GROUP BY 1"
         )
         return {ElementStatus(status): int(n) for status, n in self._select(sql, (run_id,))}
 
     def element_split_attribution(self, run_id: str) -> dict[ElementStatus, float]:
         """The attributions of the run's judges_split elements added up per status (`metrics.elements.
         split_attribution` over its diagnostics); every other element's attribution is empty."""
+        dialect = self.dialect
         sql = (
-            "SELECT a.key, SUM(a.value) FROM diagnostics d, json_each(d.payload, '$.elements') e, "
-            "json_each(e.value, '$.attribution') a WHERE d.run_id = ? GROUP BY 1"
+            f"SELECT a.key, SUM({dialect.json_number('a.value')}) FROM diagnostics d, "
+            f"{dialect.array_items('d.payload', 'elements', 'e')}, {dialect.object_entries('e.value', 'attribution', 'a')} "
+            "WHERE d.run_id = ? GROUP BY 1"
         )
         return {ElementStatus(status): float(total) for status, total in self._select(sql, (run_id,))}
 

@@ -2,7 +2,8 @@
 
 `RecordStore` (records.py) owns the connections and the tables; its read-back aggregates
 (`queries.RecordQueries`) and the LLM cache (`record_cache.RecordCache`) are mixins that reach the file
-only through the plumbing `RecordStoreBase` declares and `RecordStore` implements.
+only through the plumbing `RecordStoreBase` declares and `RecordStore` implements, and spell what SQLite and
+PostgreSQL write differently through its `dialect`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ragcourt.schema import Check, RunInfo, Verdict
+from ragcourt.stores.dialect import Dialect
 from ragcourt.stores.group_commit import GroupCommit, Statement
 
 R = TypeVar("R", bound=BaseModel)
@@ -32,6 +34,11 @@ class RecordStoreBase(ABC):
 
     # Async writes go through it (stores/group_commit.py).
     _group: GroupCommit
+
+    @property
+    @abstractmethod
+    def dialect(self) -> Dialect:
+        """The SQL of the store's backend (stores/dialect.py)."""
 
     @abstractmethod
     def _write(self, statements: Iterable[Statement]) -> None:

@@ -1,4 +1,6 @@
-"""The LLM cache in the record store's file: the `llm_cache` table, one reply per cache key."""
+"""The LLM cache in the record store (SQLite file or PostgreSQL database): the `llm_cache` table, one reply per
+cache key. In a PostgreSQL store every worker of a distributed run shares it, so a call one worker made
+is free for all."""
 
 from __future__ import annotations
 
@@ -10,7 +12,11 @@ from pydantic import BaseModel, ConfigDict
 from ragcourt.stores.group_commit import Statement
 from ragcourt.stores.record_base import RecordStoreBase, utc_text
 
-CACHE_TABLE_SQL = "CREATE TABLE IF NOT EXISTS llm_cache (key PRIMARY KEY, value NOT NULL, created_at NOT NULL)"
+CACHE_COLUMNS = ("key", "value", "created_at")
+_PUT_SQL = (
+    "INSERT INTO llm_cache (key, value, created_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at"
+)
 
 
 class CacheEntry(BaseModel):
@@ -23,8 +29,7 @@ class CacheEntry(BaseModel):
 
 
 def _cache_statements(key: str, value: str) -> list[Statement]:
-    sql = "INSERT OR REPLACE INTO llm_cache (key, value, created_at) VALUES (?, ?, ?)"
-    return [(sql, [(key, value, utc_text(datetime.now(UTC)))])]
+    return [(_PUT_SQL, [(key, value, utc_text(datetime.now(UTC)))])]
 
 
 class RecordCache(RecordStoreBase):

@@ -1,17 +1,17 @@
-"""The record store: every record of a run in one SQLite file (WAL), plus the LLM cache.
+"""The record store: every record of a workspace's runs, plus the LLM cache, in one SQLite file (WAL, the
+embedded default) or one PostgreSQL database (a `postgresql://` URL: shared by processes on many machines).
 
 Each record type of `schema` has its own table: the record as JSON (`payload`) plus the key columns and a
-few indexed columns to select on. Every write is its own committed transaction (`BEGIN IMMEDIATE` ...
-`COMMIT`), so a killed process loses nothing it had written, and writes are idempotent: writing a
-record again replaces the row with the same key. WAL and a busy timeout let another process read and
-write the same file meanwhile; within a process one connection is shared under a lock, and the async
-twins run the locked methods in worker threads.
+few indexed columns to select on. Every write is its own committed transaction, so a killed process loses
+nothing it had written, and writes are idempotent: writing a record again replaces the row with the same
+key. Other processes read and write the same store meanwhile (SQLite: WAL and a busy timeout); within a
+process one write and one read connection are shared under locks, and the async twins run the locked
+methods in worker threads. What the two databases spell differently is the store's `Dialect` (dialect.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,12 +41,15 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
+from ragcourt.stores.dialect import ColumnKind, Connection, Dialect, dialect_for, is_postgres_url
 from ragcourt.stores.group_commit import GroupCommit, Statement
 from ragcourt.stores.queries import RecordQueries
 from ragcourt.stores.record_base import R, utc_text
-from ragcourt.stores.record_cache import CACHE_TABLE_SQL, RecordCache
+from ragcourt.stores.record_cache import CACHE_COLUMNS, RecordCache
 
-BUSY_TIMEOUT_S = 30.0
+# A deadlocked PostgreSQL write (two workers upserting shared rows, checks or cache keys, in other orders)
+# is aborted by the server and tried again this many times.
+_WRITE_TRIES = 5
 # SQLite limits the number of bound parameters per statement; id lists are queried in slices of this size.
 _IN_SLICE = 500
 
@@ -61,7 +64,8 @@ class _Table:
 
     columns: the columns taken from the record (key columns included), each with its getter;
     given: key columns the record does not carry, supplied by the caller (the run_id of a Sample);
-    order_by: how rows of a listing are ordered.
+    order_by: how rows of a listing are ordered;
+    kinds: the columns that are not text (typed where the backend types columns).
     """
 
     name: str
@@ -75,22 +79,24 @@ class _Table:
     added: dict[str, str] = field(default_factory=dict)
     # An upsert keeps the stored row when this SQL condition (over the stored row) holds.
     keep_stored_when: str | None = None
+    kinds: dict[str, ColumnKind] = field(default_factory=dict)
     all_columns: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "all_columns", (*self.given, *self.columns, "payload"))
 
-    def create_sql(self) -> str:
-        columns = ", ".join(f"{name} NOT NULL" if name in self.key else name for name in self.all_columns)
-        return f"CREATE TABLE IF NOT EXISTS {self.name} ({columns}, PRIMARY KEY ({', '.join(self.key)}))"
+    def create_sql(self, dialect: Dialect) -> str:
+        columns = [(name, self.kinds.get(name, ColumnKind.TEXT), name in self.key) for name in self.all_columns]
+        return _create_sql(dialect, self.name, columns, self.key)
 
-    def add_column_sql(self, existing: set[str]) -> list[str]:
+    def add_column_sql(self, existing: set[str], dialect: Dialect) -> list[str]:
         """Statements adding and filling the `added` columns an existing table lacks."""
         statements = []
-        for name, from_payload in self.added.items():
+        for name, path in self.added.items():
             if name not in existing:
-                statements += [f"ALTER TABLE {self.name} ADD COLUMN {name}",
-                               f"UPDATE {self.name} SET {name} = {from_payload}"]
+                column = dialect.column(name, self.kinds.get(name, ColumnKind.TEXT), not_null=False)
+                statements += [f"ALTER TABLE {self.name} ADD COLUMN {column}",
+                               f"UPDATE {self.name} SET {name} = {dialect.json_text('payload', path)}"]
         return statements
 
     def index_sql(self) -> list[str]:
@@ -114,6 +120,16 @@ class _Table:
 
     def row(self, record: BaseModel, *given: Any) -> tuple[Any, ...]:
         return (*given, *(get(record) for get in self.columns.values()), record.model_dump_json())
+
+
+def _create_sql(dialect: Dialect, name: str, columns: Sequence[tuple[str, ColumnKind, bool]],
+                key: Sequence[str]) -> str:
+    """CREATE TABLE IF NOT EXISTS with (name, kind, not null) columns, the insertion-order `rowid` where the
+    backend has none of its own, and the primary key."""
+    defined = [dialect.column(*column) for column in columns]
+    rowid = dialect.rowid_column()
+    return (f"CREATE TABLE IF NOT EXISTS {name} ({', '.join([*defined, *([rowid] if rowid else [])])}, "
+            f"PRIMARY KEY ({', '.join(key)}))")
 
 
 
@@ -142,6 +158,7 @@ _TABLES: dict[type[Record], _Table] = {
         "decompositions",
         key=("id",),
         columns={"id": lambda d: d.id, "kind": lambda d: str(d.kind), "edited": lambda d: d.edited},
+        kinds={"edited": ColumnKind.BOOLEAN},
         # Frozen: the first stored split of a text stays; only a person's edit replaces it. Two processes that
         # split the same reference at once thus both end up with the first one (decomposers.frozen_split).
         keep_stored_when="NOT excluded.edited",
@@ -169,11 +186,9 @@ _TABLES: dict[type[Record], _Table] = {
         # answers judge_model_ids
         indexes=(("check_id", "judge_id", "status", "model_id", "prompt_tokens", "completion_tokens"),
                  ("judge_id", "model_id")),
-        added={
-            "model_id": "json_extract(payload, '$.model_id')",
-            "prompt_tokens": "json_extract(payload, '$.usage.prompt_tokens')",
-            "completion_tokens": "json_extract(payload, '$.usage.completion_tokens')",
-        },
+        added={"model_id": "model_id", "prompt_tokens": "usage.prompt_tokens",
+               "completion_tokens": "usage.completion_tokens"},
+        kinds={"prompt_tokens": ColumnKind.INTEGER, "completion_tokens": ColumnKind.INTEGER},
     ),
     Reconciled: _Table(
         "reconciled",
@@ -185,6 +200,7 @@ _TABLES: dict[type[Record], _Table] = {
             "escalated": lambda r: r.escalated,
         },
         indexes=(("run_id", "sample_id"), ("run_id", "escalated")),
+        kinds={"escalated": ColumnKind.BOOLEAN},
     ),
     Review: _Table(
         "reviews",
@@ -208,21 +224,26 @@ _TABLES: dict[type[Record], _Table] = {
     ),
 }
 
-_RUN_CHECKS_SQL = (
-    (
-        "CREATE TABLE IF NOT EXISTS run_checks (run_id NOT NULL, sample_id NOT NULL, check_id NOT NULL, "
-        "PRIMARY KEY (run_id, sample_id, check_id))"
-    ),
-    "CREATE INDEX IF NOT EXISTS run_checks_by_check ON run_checks (check_id)",
-)
-# The split each sample of a run was evaluated with (decomposers.split_for_sample): the frozen split can be
-# edited later, and the run's own figures must not change when its reviews are replayed.
-_RUN_SPLITS_SQL = (
-    "CREATE TABLE IF NOT EXISTS run_splits (run_id NOT NULL, sample_id NOT NULL, kind NOT NULL, payload NOT NULL, "
-    "PRIMARY KEY (run_id, sample_id, kind))"
-)
-_META_SQL = "CREATE TABLE IF NOT EXISTS meta (key PRIMARY KEY, value NOT NULL)"
+def _text_columns(*names: str) -> list[tuple[str, ColumnKind, bool]]:
+    return [(name, ColumnKind.TEXT, True) for name in names]
+
+
+def _plain_tables_sql(dialect: Dialect) -> list[str]:
+    """The tables that hold no records: the run-check links, pinned splits, the LLM cache."""
+    return [
+        _create_sql(dialect, "run_checks", _text_columns("run_id", "sample_id", "check_id"),
+                    ("run_id", "sample_id", "check_id")),
+        "CREATE INDEX IF NOT EXISTS run_checks_by_check ON run_checks (check_id)",
+        # The split each sample of a run was evaluated with (decomposers.split_for_sample): the frozen split can
+        # be edited later, and the run's own figures must not change when its reviews are replayed.
+        _create_sql(dialect, "run_splits", _text_columns("run_id", "sample_id", "kind", "payload"),
+                    ("run_id", "sample_id", "kind")),
+        _create_sql(dialect, "llm_cache", _text_columns(*CACHE_COLUMNS), ("key",)),
+    ]
+
+
 _VERSION_KEY = "schema_version"
+_PIN_SPLIT_SQL = "INSERT INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?) ON CONFLICT "
 
 
 def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -235,43 +256,52 @@ def _marks(items: Sequence[Any]) -> str:
 
 
 class RecordStore(RecordQueries, RecordCache):
-    """All records of ragcourt in one SQLite file. Sync methods are thread-safe; `a*` twins are async.
+    """All records of ragcourt in one SQLite file or PostgreSQL database. Sync methods are thread-safe; `a*`
+    twins are async.
 
-    The read-back aggregates and frames are `RecordQueries` (queries.py), the LLM cache `RecordCache`
-    (record_cache.py); both reach the file through the plumbing below.
+    `location`: a file path (SQLite) or a `postgresql://` URL (the database, and the schema its search_path
+    names, hold one workspace's store). The read-back aggregates and frames are `RecordQueries` (queries.py),
+    the LLM cache `RecordCache` (record_cache.py); both reach the database through the plumbing below.
     """
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, location: str | Path) -> None:
+        # path: the SQLite file (None for PostgreSQL); url: the PostgreSQL URL (None for SQLite)
+        self.url = str(location) if is_postgres_url(location) else None
+        self.path = None if self.url else Path(location)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._dialect = dialect_for(self.url or Path(location))
         self._lock = threading.Lock()
-        # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves, one transaction per write.
-        self._conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._conn = self._dialect.connect()
+        except self._dialect.database_error as error:
+            raise self._dialect.database_error(f"cannot open record store {self.location}: {error}") from error
+        try:
             self._create_schema()
-        except sqlite3.DatabaseError as error:
+        except self._dialect.database_error as error:
             self._conn.close()
-            raise sqlite3.DatabaseError(f"cannot open record store {self.path}: {error}") from error
+            raise self._dialect.database_error(f"cannot open record store {self.location}: {error}") from error
         except BaseException:
             self._conn.close()
             raise
-        # Reads have their own connection: under WAL they see every committed write and never wait for
-        # the write connection's lock (a read no longer queues behind commits).
+        # Reads have their own connection: they see every committed write (under WAL in SQLite) and never
+        # wait for the write connection's lock (a read no longer queues behind commits).
         self._read_lock = threading.Lock()
-        self._reader = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        self._reader.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        self._reader = self._dialect.connect()
         self._group = GroupCommit(self._write)
 
     @classmethod
-    def open(cls, path: str | Path) -> RecordStore:
-        return cls(path)
+    def open(cls, location: str | Path) -> RecordStore:
+        return cls(location)
+
+    @property
+    def location(self) -> str:
+        """The file or the URL (its password masked), for messages."""
+        return self._dialect.shown
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._dialect
 
     def close(self) -> None:
         with self._lock, self._read_lock:
@@ -289,29 +319,31 @@ class RecordStore(RecordQueries, RecordCache):
     # ------------------------------------------------------------------ plumbing
 
     def _create_schema(self) -> None:
+        dialect = self._dialect
         with self._transaction() as conn:
-            conn.execute(_META_SQL)
+            lock = dialect.schema_lock()
+            if lock:
+                conn.execute(lock)
+            conn.execute(_create_sql(dialect, "meta", _text_columns("key", "value"), ("key",)))
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
             if row is not None and int(row[0]) != SCHEMA_VERSION:
                 raise StoreVersionError(
-                    f"record store {self.path} was written with schema version {row[0]}, "
+                    f"record store {self.location} was written with schema version {row[0]}, "
                     f"but this ragcourt reads schema version {SCHEMA_VERSION}"
                 )
             for table in _TABLES.values():
-                conn.execute(table.create_sql())
-                existing = {row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}
-                for statement in (*table.add_column_sql(existing), *table.index_sql()):
+                conn.execute(table.create_sql(dialect))
+                existing = dialect.table_columns(conn, table.name)
+                for statement in (*table.add_column_sql(existing, dialect), *table.index_sql()):
                     conn.execute(statement)
-            for statement in (*_RUN_CHECKS_SQL, _RUN_SPLITS_SQL, CACHE_TABLE_SQL):
+            for statement in _plain_tables_sql(dialect):
                 conn.execute(statement)
             if row is None:
-                conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_VERSION_KEY, SCHEMA_VERSION))
+                conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_VERSION_KEY, str(SCHEMA_VERSION)))
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        # IMMEDIATE takes the write lock up front, so a busy file makes us wait (busy timeout)
-        # instead of failing later when a read transaction would have to be upgraded.
-        self._conn.execute("BEGIN IMMEDIATE")
+    def _transaction(self) -> Iterator[Connection]:
+        self._conn.execute(self._dialect.begin)
         try:
             yield self._conn
         except BaseException:
@@ -319,10 +351,32 @@ class RecordStore(RecordQueries, RecordCache):
             raise
         self._conn.execute("COMMIT")
 
-    def _write(self, statements: Iterable[Statement]) -> None:
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """The write connection in one transaction of its own (committed at the end of the block, rolled back
+        if it raises), for statements that must commit together with others (stores/work_queue.py)."""
         with self._lock, self._transaction() as conn:
-            for sql, rows in statements:
-                conn.executemany(sql, rows)
+            yield conn
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of a read-only query (`?` placeholders) on the read connection."""
+        return self._select(sql, params)
+
+    def record_statements(self, records: Sequence[Record]) -> list[Statement]:
+        """The upserts that `put(*records)` runs, to run in a `transaction()`."""
+        return self._put_statements(records)
+
+    def _write(self, statements: Iterable[Statement]) -> None:
+        statements = list(statements)
+        for attempt in range(_WRITE_TRIES):
+            try:
+                with self._lock, self._transaction() as conn:
+                    for sql, rows in statements:
+                        conn.executemany(sql, rows)
+                return
+            except Exception as error:
+                if attempt == _WRITE_TRIES - 1 or not self._dialect.retryable(error):
+                    raise
 
     def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._read_lock:
@@ -376,15 +430,15 @@ class RecordStore(RecordQueries, RecordCache):
         """Record that a run used these (global) checks for a sample."""
         rows = [(run_id, sample_id, check_id) for check_id in check_ids]
         if rows:
-            self._write(
-                [("INSERT OR IGNORE INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?)", rows)]
-            )
+            self._write([(
+                "INSERT INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", rows
+            )])
 
     def copy_pinned_splits(self, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> None:
         """The splits `sample_ids` used in the base run become theirs in the new run (copied rows)."""
         statements = [(
-            "INSERT OR IGNORE INTO run_splits (run_id, sample_id, kind, payload) SELECT ?, sample_id, kind, payload "
-            f"FROM run_splits WHERE run_id = ? AND sample_id IN ({_marks(chunk)})",
+            "INSERT INTO run_splits (run_id, sample_id, kind, payload) SELECT ?, sample_id, kind, payload "
+            f"FROM run_splits WHERE run_id = ? AND sample_id IN ({_marks(chunk)}) ON CONFLICT DO NOTHING",
             [(new_run_id, base_run_id, *chunk)],
         ) for chunk in _slices(sample_ids)]
         if statements:
@@ -414,7 +468,8 @@ class RecordStore(RecordQueries, RecordCache):
 
     def sample_questions(self, run_id: str) -> list[tuple[str, str]]:
         """(sample id, question) of every sample of the run in stored order, without reading whole samples."""
-        sql = "SELECT sample_id, json_extract(payload, '$.question') FROM samples WHERE run_id = ? ORDER BY rowid"
+        question = self._dialect.json_text("payload", "question")
+        sql = f"SELECT sample_id, {question} FROM samples WHERE run_id = ? ORDER BY rowid"
         return [(sample_id, question) for sample_id, question in self._select(sql, (run_id,))]
 
     def get_retrievals(self, run_id: str, sample_id: str | None = None) -> list[Retrieval]:
@@ -457,8 +512,9 @@ class RecordStore(RecordQueries, RecordCache):
         for part in _slices(list(dict.fromkeys(sample_ids))):
             # checks first, found by sample, then their links by check id: the planner's own choice reads
             # every link of the run (for each check)
-            sql = (f"SELECT l.rowid, c.payload FROM checks c INDEXED BY checks_by_sample_id "
-                   f"CROSS JOIN run_checks l INDEXED BY run_checks_by_check "
+            dialect = self._dialect
+            sql = (f"SELECT l.rowid, c.payload FROM checks c{dialect.indexed_by('checks_by_sample_id')} "
+                   f"{dialect.ordered_join} run_checks l{dialect.indexed_by('run_checks_by_check')} "
                    f"ON l.check_id = c.id WHERE c.sample_id IN ({_marks(part)}) AND l.run_id = ?")
             rows.extend(self._select(sql, [*part, run_id]))
         return [Check.model_validate_json(payload) for _, payload in sorted(rows)]
@@ -515,7 +571,8 @@ class RecordStore(RecordQueries, RecordCache):
     def get_diagnostics_without_graphs(self, run_id: str) -> list[SampleDiagnostics]:
         """get_diagnostics(run_id) with alignment_graph None: the graphs are most of a diagnostics record
         (about 450 MB as Python objects for 10,000 samples) and only a report's drill-down draws them."""
-        sql = "SELECT json_remove(payload, '$.alignment_graph') FROM diagnostics WHERE run_id = ? ORDER BY rowid"
+        without = self._dialect.json_without("payload", "alignment_graph")
+        sql = f"SELECT {without} FROM diagnostics WHERE run_id = ? ORDER BY rowid"
         return self._records(SampleDiagnostics, sql, (run_id,))
 
     def finished_sample_ids(self, run_id: str) -> set[str]:
@@ -528,14 +585,15 @@ class RecordStore(RecordQueries, RecordCache):
         later try may mend (TRANSIENT_REASONS): what a resumed run asks again."""
         reasons = sorted(str(reason) for reason in TRANSIENT_REASONS)
         unscored = str(VerdictStatus.UNSCORED)
+        json_text = self._dialect.json_text
         found: set[str] = set()
         for part in _slices(list(dict.fromkeys(judge_ids))):
             sql = (f"SELECT DISTINCT l.sample_id FROM verdicts v JOIN run_checks l ON l.check_id = v.check_id "
                    f"WHERE l.run_id = ? AND v.status = ? AND v.judge_id IN ({_marks(part)}) "
-                   f"AND json_extract(v.payload, '$.unscored_reason') IN ({_marks(reasons)})")
+                   f"AND {json_text('v.payload', 'unscored_reason')} IN ({_marks(reasons)})")
             found.update(row[0] for row in self._select(sql, [run_id, unscored, *part, *reasons]))
-        sql = (f"SELECT DISTINCT sample_id FROM answers WHERE run_id = ? AND json_extract(payload, '$.status') = ? "
-               f"AND json_extract(payload, '$.unscored_reason') IN ({_marks(reasons)})")
+        sql = (f"SELECT DISTINCT sample_id FROM answers WHERE run_id = ? AND {json_text('payload', 'status')} = ? "
+               f"AND {json_text('payload', 'unscored_reason')} IN ({_marks(reasons)})")
         found.update(row[0] for row in self._select(sql, [run_id, unscored, *reasons]))
         return found
 
@@ -548,7 +606,8 @@ class RecordStore(RecordQueries, RecordCache):
 
     def answered_sample_ids(self, run_id: str, condition: Condition) -> set[str]:
         """Samples of the run with a scored answer under `condition`."""
-        sql = "SELECT sample_id FROM answers WHERE run_id = ? AND condition = ? AND json_extract(payload, '$.status') = ?"
+        status = self._dialect.json_text("payload", "status")
+        sql = f"SELECT sample_id FROM answers WHERE run_id = ? AND condition = ? AND {status} = ?"
         return {row[0] for row in self._select(sql, (run_id, condition.key, str(VerdictStatus.OK)))}
 
     # ------------------------------------------------------------------ async twins
@@ -568,8 +627,8 @@ class RecordStore(RecordQueries, RecordCache):
     async def apin_split(self, run_id: str, sample_id: str, split: Decomposition, *, replace: bool = False) -> None:
         """Keep the split a sample of a run is evaluated with; the first one pinned stays, unless `replace`
         (the pinned one was of another text)."""
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
-        sql = f"{verb} INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?)"
+        sql = _PIN_SPLIT_SQL + ("(run_id, sample_id, kind) DO UPDATE SET payload = excluded.payload" if replace
+                                else "DO NOTHING")
         await self._group.submit([(sql, [(run_id, sample_id, str(split.kind), split.model_dump_json())])])
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:

@@ -22,6 +22,9 @@ from fakes.network_guard import NetworkGuard
 from fakes.openai_server import FakeOpenAIServer
 from fakes.scripted_model import ScriptedChatModel
 
+# postgres_url / postgres_store_url: a private PostgreSQL, started only for the tests that ask for it
+pytest_plugins = ("fakes.postgres_fixtures",)
+
 
 @pytest.fixture(autouse=True)
 def network_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[NetworkGuard]:

@@ -65,7 +65,7 @@ def create_app(settings: DeskSettings, *, replay: Replay = arescore_run) -> Fast
     """The app for one run. The store opens when the app starts and closes when it stops."""
     policy = AccessPolicy(settings.host, settings.port, settings.token)  # refuses a non-loopback bind without token
     workspace = Workspace(settings.home)
-    if not workspace.store_path.exists():
+    if not workspace.has_store():
         raise FileNotFoundError(f"no record store at {workspace.store_path}")
     with workspace.open_store() as found:  # an unknown run fails here, not as a traceback in the server's startup
         if found.get_run(settings.run_id) is None:

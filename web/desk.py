@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ragcourt.runs.review_budget import budget_order
 from ragcourt.schema import (
     NORMAL,
     SCORE_RANGE,
@@ -99,8 +100,9 @@ def queue_state(store: RecordStore, run_id: str, skipped: Collection[str]) -> Qu
 
 
 def next_item(store: RecordStore, run_id: str, skipped: Collection[str] = ()) -> DeskItem | None:
-    """The first pending escalation this session has not skipped; None when there is none."""
-    pending = store.pending_escalations(run_id)
+    """The pending escalation this session has not skipped whose decision can move the run's headline figures
+    most (runs.review_budget; ties in arrival order); None when there is none."""
+    pending = budget_order(store, run_id, store.pending_escalations(run_id))
     escalated = sum(1 for r in store.get_reconciled(run_id) if r.escalated)
     open_items = [r for r in pending if r.check_id not in skipped]
     if not open_items:

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 
+from ragcourt.schema.review_questions import accepting_keeps, provisional_text, review_question
 from ragcourt.web.context import DeskContext
 from ragcourt.web.desk import (
     Choice,
@@ -99,6 +100,9 @@ def desk_router(run: DeskContext) -> APIRouter:
         html = run.templates.get_template("desk.html.j2").render(
             run_id=run.run_id, item=item, queue=queue, session=session, flash=flash,
             rescore=run.rescorer(), csrf_field=CSRF_FIELD,
+            # what the reviewer is asked, and what the jury's provisional decision is (kept by some accepts)
+            asked=review_question(item.check.kind) if item else None,
+            provisional=provisional_text(item.reconciled) if item else "", accepting_keeps=accepting_keeps,
         )
         return HTMLResponse(html)
 

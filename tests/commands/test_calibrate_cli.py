@@ -308,3 +308,61 @@ def test_label_needs_the_ragchecker_pairs(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["calibrate", "--run", "r", "--label", "correctness", "--home", str(tmp_path)])
     assert result.exit_code == 2
     assert "--label chooses among the RAGChecker annotators' labels" in _said(result)
+
+
+# --------------------------------------------------------------------------- the validity suite
+
+
+SHARED = Path("/work/shared/data")
+
+
+@pytest.mark.skipif(not (SHARED / "wice").is_dir(), reason="the shared data slices are not on this machine")
+def test_the_suite_on_wice_reports_auroc_against_sklearn_and_writes_json(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from sklearn.metrics import roc_auc_score
+
+    from ragcourt.data.validity_sets import load_wice
+    from ragcourt.judging import BaselineJudge, BaselineRule
+    from ragcourt.runs.validity import wice_checks
+
+    monkeypatch.setattr(console, "width", 300)
+    source = SHARED / "wice/claim_dev_sample_60.jsonl"
+    out = tmp_path / "wice.json"
+    result = CliRunner().invoke(app, ["calibrate", "--suite", "wice", "--file", str(source), "--judge", "lexical",
+                                      "--limit", "30", "--bootstrap", "50", "--json", str(out), "--home",
+                                      str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "30 of 60 items; judges: lexical" in _said(result)
+    report = json.loads(out.read_text())
+    rows = {(r["rater"], r["reference"]): r for r in report["kinds"][0]["rows"]}
+    # the same checks judged here: the AUROC of their P(yes) against the strict and lenient labels
+    claims = load_wice(source)[:30]
+    verdicts = asyncio.run(BaselineJudge(BaselineRule.LEXICAL).judge(
+        CheckKind.CLAIM_SUPPORTED, [c.check for c in wice_checks(claims)]))
+    p_yes = [v.probabilities[Label.YES] for v in verdicts]
+    strict = [c.claim.label.strict for c in claims]
+    lenient = [c.claim.label.lenient for c in claims]
+    assert rows["lexical", "wice strict"]["auroc"]["value"] == pytest.approx(roc_auc_score(strict, p_yes))
+    assert rows["lexical", "wice lenient"]["auroc"]["value"] == pytest.approx(roc_auc_score(lenient, p_yes))
+    assert rows["lexical", "wice strict"]["n"] == 30 and rows["lexical", "wice strict"]["unscored"] == 0
+
+
+def test_the_suite_refuses_a_bad_file_and_options_that_do_not_go_together(tmp_path: Path) -> None:
+    bad = tmp_path / "claims.jsonl"
+    bad.write_text('{"label": "supported", "claim": "x", "evidence": ["y"], "supporting_sentences": [[4]], '
+                   '"meta": {"id": "c1"}}\n{"label": "maybe"}\n')
+    runner = CliRunner()
+    result = runner.invoke(app, ["calibrate", "--suite", "wice", "--file", str(bad), "--home", str(tmp_path)])
+    assert result.exit_code != 0
+    said = _said(result)
+    assert f"{bad}:1: field 'supporting_sentences[0]': index 4 is outside the 1 evidence sentences" in said
+    assert f"{bad}:2: field 'label'" in said
+    no_file = runner.invoke(app, ["calibrate", "--suite", "hotpotqa", "--home", str(tmp_path)])
+    assert no_file.exit_code != 0 and "needs --file PATH" in _said(no_file)
+    no_fit = runner.invoke(app, ["calibrate", "--suite", "wice", "--file", str(bad), "--save-profile", "p.json",
+                                 "--home", str(tmp_path)])
+    assert no_fit.exit_code != 0 and "give --fit-threshold" in _said(no_fit)
+    stray = runner.invoke(app, ["calibrate", "--ragchecker", "--file", str(bad), "--home", str(tmp_path)])
+    assert stray.exit_code != 0 and "go with --suite NAME" in _said(stray)

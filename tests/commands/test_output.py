@@ -57,3 +57,55 @@ def test_the_unscored_by_judge_line_claims_other_judges_only_where_one_scored() 
     helped = unscored_by_judge_line(summary((("a", 6, 6),), ("b",)))
     assert helped == ("unscored verdicts by judge: a 6 of 6. Where another judge scored such a check, it was "
                       "decided without them; a metric's 'unscored checks' counts the checks no judge scored.")
+
+
+def test_llm_usage_prints_as_a_table_with_a_total(monkeypatch) -> None:
+    """Issue 23, item 7: usage was printed as a Python list of dicts."""
+    from ragcourt.commands.output import print_usage
+    from ragcourt.llm.usage import UsageMeter
+    from ragcourt.schema import TokenUsage
+
+    meter = UsageMeter(prices={"openai:big": (0.5, 1.5)})
+    meter.record("openai:big", "judge", TokenUsage(prompt_tokens=12_000, completion_tokens=2_000, calls=30,
+                                                   cached_calls=4))
+    meter.record("openai:small", "answerer", TokenUsage(prompt_tokens=800, completion_tokens=200, calls=10))
+    monkeypatch.setattr(console, "_width", 140)
+    with console.capture() as captured:
+        print_usage(meter.rows())
+    lines = [" ".join(line.replace("│", " ").split()) for line in captured.get().splitlines()]
+    assert "{" not in captured.get() and "model_id" not in captured.get()
+    # 12,000 x 0.5 / 1000 + 2,000 x 1.5 / 1000 = 9.0 USD; the small model has no price, so no total cost
+    assert "openai:big judge 30 4 12,000 2,000 9.0000" in lines
+    assert "openai:small answerer 10 0 800 200 n/a (no price)" in lines
+    assert "total 40 4 12,800 2,200 n/a (a model has no price)" in lines
+    with console.capture() as nothing:
+        print_usage([])
+    assert nothing.get() == ""
+
+
+def test_piped_lines_are_not_wrapped_at_80_columns() -> None:
+    """Issue 23, item 7: a pipe is 80 columns to rich, and every per-question line of a logged run broke in
+    two. Piped, a printed line stays one line; a table still fits the width."""
+    import io
+
+    from ragcourt.commands.output import PipeFriendlyConsole
+
+    out = io.StringIO()
+    piped = PipeFriendlyConsole(file=out, width=80)
+    line = "✓ 5a8c4c625542  c_prec=1.00  completeness=0.50  verifiableness=1.00  element_coverage=0.67  unscored=0"
+    piped.print(line)
+    assert out.getvalue() == line + "\n"
+    terminal_out = io.StringIO()
+    terminal = PipeFriendlyConsole(file=terminal_out, width=80, force_terminal=True, color_system=None)
+    terminal.print(line)
+    assert len(terminal_out.getvalue().splitlines()) == 2  # a terminal still wraps at its width
+    table_out = io.StringIO()
+    PipeFriendlyConsole(file=table_out, width=80).print(_wide_table())
+    assert max(len(line) for line in table_out.getvalue().splitlines()) <= 80
+
+
+def _wide_table() -> Table:
+    table = Table(title="a title long enough to wrap at eighty columns when the table is printed to a pipe, twice")
+    table.add_column("why")
+    table.add_row("a reason long enough to wrap at eighty columns when the table is printed to a pipe, twice over")
+    return table

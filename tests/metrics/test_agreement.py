@@ -165,3 +165,58 @@ def test_bootstrap_ci_with_undefined_statistic():
     assert ci.n_resamples + ci.n_undefined == 300
     assert bootstrap_ci(lambda s: None, [1, 2], seed=0, n_resamples=5).na_reason
     assert bootstrap_ci(statistics.fmean, [], seed=0).low is None
+
+
+# --------------------------------------------------------------------------- balanced accuracy and AUROC
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_balanced_accuracy_matches_sklearn(seed):
+    from sklearn.metrics import balanced_accuracy_score
+
+    from ragcourt.metrics.agreement import balanced_accuracy
+
+    rng = random.Random(seed)
+    truth = [rng.choice(["yes", "yes", "yes", "no"]) for _ in range(80)]  # unbalanced on purpose
+    predicted = [t if rng.random() < 0.7 else rng.choice(["yes", "no"]) for t in truth]
+    ours = balanced_accuracy(predicted, truth)
+    assert ours.value == pytest.approx(balanced_accuracy_score(truth, predicted), abs=1e-12)
+    assert ours.n == 80
+
+
+def test_balanced_accuracy_of_always_yes_is_one_half_however_unbalanced():
+    from ragcourt.metrics.agreement import balanced_accuracy
+
+    truth = ["yes"] * 9 + ["no"]
+    assert balanced_accuracy(["yes"] * 10, truth).value == 0.5
+    assert accuracy(["yes"] * 10, truth).value == 0.9
+    # an undecided item is left out and counted
+    value = balanced_accuracy(["yes", None, "no"], ["yes", "no", "no"])
+    assert (value.value, value.n, value.n_unscored) == (1.0, 2, 1)
+    assert balanced_accuracy([None], ["yes"]).na_reason == "no item has both labels"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_auroc_matches_sklearn_with_ties(seed):
+    from sklearn.metrics import roc_auc_score
+
+    from ragcourt.metrics.agreement import auroc
+
+    rng = random.Random(seed)
+    positive = [rng.random() < 0.4 for _ in range(70)]
+    # scores rounded to one decimal: many ties, which count one half
+    scores = [round(min(1.0, max(0.0, rng.gauss(0.6 if p else 0.4, 0.2))), 1) for p in positive]
+    ours = auroc(scores, positive)
+    assert ours.value == pytest.approx(roc_auc_score(positive, scores), abs=1e-12)
+    assert ours.n == 70
+
+
+def test_auroc_by_hand_and_its_na_cases():
+    from ragcourt.metrics.agreement import auroc
+
+    # positives 0.9, 0.4; negatives 0.4, 0.1: pairs (0.9>0.4) (0.9>0.1) (0.4=0.4: 1/2) (0.4>0.1) -> 3.5 / 4
+    value = auroc([0.9, 0.4, 0.4, 0.1, None], [True, True, False, False, True])
+    assert (value.value, value.n, value.n_unscored) == (0.875, 4, 1)
+    one_class = auroc([0.2, 0.8], [True, True])
+    assert one_class.value is None and "ranking needs both classes" in (one_class.na_reason or "")
+    assert auroc([None], [True]).na_reason == "no item has both a score and a label"

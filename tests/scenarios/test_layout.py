@@ -90,8 +90,12 @@ def test_the_built_wheel_holds_every_package_and_its_data_files(tmp_path: Path) 
     assert sorted(expected - in_wheel) == []
     for data in ("ragcourt/prompts/judge_combined.md", "ragcourt/stores/assets/minilm_tokenizer.json",
                  "ragcourt/data/hotpotqa/dev_sample_100.jsonl", "ragcourt/report/templates/report.html.j2",
-                 "ragcourt/web/templates/desk.html.j2", "ragcourt/metrics/__init__.pyi"):
+                 "ragcourt/web/templates/desk.html.j2", "ragcourt/metrics/__init__.pyi",
+                 "ragcourt/testing/plugin.py", "ragcourt/testing/__init__.pyi"):
         assert data in in_wheel
+    # the pytest plugin is found by pytest in any environment ragcourt is installed in
+    entry_points = next(name for name in in_wheel if name.endswith(".dist-info/entry_points.txt"))
+    assert "[pytest11]\nragcourt = ragcourt.testing.plugin" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def lint_imports(package_root: Path) -> subprocess.CompletedProcess[str]:

@@ -100,8 +100,10 @@ def review(check_id: str, action: ReviewAction, minutes: int, label: Label | Non
 
 
 @pytest.fixture
-def store(tmp_path: Path):  # type: ignore[no-untyped-def]
-    with RecordStore(tmp_path / "records.sqlite") as opened:
+def store(store_location: str):  # type: ignore[no-untyped-def]
+    """Every backend (tests/stores/conftest.py): the tests on this fixture are part of the store contract; the
+    tests on files (crashes, versions, concurrency between processes) are SQLite's own."""
+    with RecordStore(store_location) as opened:
         yield opened
 
 

@@ -2,7 +2,8 @@
 
 The store holds two runs sharing one check (checks are global), ok and unscored verdicts of two judges
 (one without a model id), escalations with and without reviews, a failed sample, n/a metrics, and a check
-linked to the run that is not stored (left out by `checks_for`, so by the counts too).
+linked to the run that is not stored (left out by `checks_for`, so by the counts too). Each test runs on
+SQLite and on PostgreSQL (part of the store contract, with test_store_contract.py).
 """
 
 from __future__ import annotations
@@ -85,8 +86,8 @@ NOT_STORED = _check("s3", 9)  # linked but never written
 
 
 @pytest.fixture
-def store(tmp_path):
-    store = RecordStore(tmp_path / "store.sqlite")
+def store(store_location):  # every backend (tests/stores/conftest.py)
+    store = RecordStore(store_location)
     store.put_samples(RUN, [Sample(id=i, question=f"question {i}?") for i in ("s1", "s2", "s3")])
     store.put_samples(OTHER, [Sample(id="s1", question="question s1?")])
     store.put(*S1, *S2, *S3)

@@ -29,6 +29,7 @@ from fakes.scripted_model import ScriptedChatModel, ScriptedRequest
 from ragcourt.data.loaders import load_samples
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.judging import LLMJudge
+from ragcourt.judging.combined_checks import ANSWERED_FROM_LINKS
 from ragcourt.judging.decomposers import LLMDecomposer
 from ragcourt.judging.llm_judge import HISTORY_KINDS
 from ragcourt.llm.client import LLMClient
@@ -90,6 +91,12 @@ def claims(request: ScriptedRequest, always_resolve: bool = False) -> dict:
     return {"claims": RESOLVED_CLAIMS[answer] if labelled(request, "HISTORY_USER") or always_resolve else [answer]}
 
 
+def joint_split(request: ScriptedRequest, always_resolve: bool = False) -> dict:
+    """Batching joint's one split call: the same splits, those the prompt asks for."""
+    asked = sub_queries(request, always_resolve)
+    return {**asked, **(claims(request, always_resolve) if labelled(request, "ANSWER") else {})}
+
+
 def linked(request: ScriptedRequest) -> dict:
     found = blocks(request)
     items = [(shown, text) for shown, label, text in found if label == "ITEM"]
@@ -109,6 +116,8 @@ def combined(request: ScriptedRequest) -> dict:
     chunks = [(shown, text) for shown, label, text in found if label == "CHUNK"]
     subqueries = [(shown, text) for shown, label, text in found if label == "SUBQUERY"]
     asked_answered = {shown for shown, label, _ in found if label == "CLAIMS"}
+    if ANSWERED_FROM_LINKS in str(request.messages[-1].content):  # joint: on the reply's own serve links
+        asked_answered = {shown for shown, _ in subqueries}
     return {
         "subqueries": [{"item_id": q, "reasoning": "table",
                         "chunk_ids": [c for c, ct in chunks if (text, ct) in LINKS] if chunks else None,
@@ -127,7 +136,8 @@ async def run(samples: list[Sample], store: RecordStore, batching: Batching,
     like with like)."""
     decomposer_model = ScriptedChatModel(builders={
         "QueryDecomposition": lambda request: sub_queries(request, always_resolve),
-        "ClaimList": lambda request: claims(request, always_resolve)})
+        "ClaimList": lambda request: claims(request, always_resolve),
+        "JointSplit": lambda request: joint_split(request, always_resolve)})
     judge_model = ScriptedChatModel(builders={"LinkJudgements": linked, "BinaryJudgements": binary,
                                               "CombinedJudgements": combined})
     context = EvalContext(
@@ -147,12 +157,18 @@ def store(tmp_path: Path):
 
 
 def figures(state: dict) -> dict[str, float | None]:
-    return {m.name: m.value for m in state["diagnostics"].metrics}
+    """The Q-CARE figures (batching joint also reports its follow-up calls, none here: every reply is whole)."""
+    metrics = state["diagnostics"].metrics
+    assert all(m.value == 0 for m in metrics if m.name == "follow_up_calls")
+    return {m.name: m.value for m in metrics if m.name != "follow_up_calls"}
 
 
 # Judge calls a sample: per kind, one per judged kind (chunks x sub-queries, claims x chunks, claims x
-# sub-queries, then sufficiency on R(q)); per sample, the first three in one call, then sufficiency.
-JUDGE_CALLS = {Batching.PER_KIND: 4, Batching.PER_SAMPLE: 2}
+# sub-queries, then sufficiency on R(q)); per sample, the first three in one call, then sufficiency; joint, all
+# in one call (sufficiency on the reply's own serve links, found in the store in its round).
+JUDGE_CALLS = {Batching.PER_KIND: 4, Batching.PER_SAMPLE: 2, Batching.JOINT: 1}
+# Decomposer calls a sample: sub-queries and claims, or (joint) both in one.
+SPLIT_CALLS = {Batching.PER_KIND: 2, Batching.PER_SAMPLE: 2, Batching.JOINT: 1}
 
 
 @pytest.mark.parametrize("batching", list(Batching))
@@ -183,8 +199,8 @@ async def test_the_multi_turn_example_gives_the_hand_computed_qcare_figures(stor
         sample = next(s for s in samples if s.question == question)
         turns = [(label, text) for _, label, text in blocks(request) if label.startswith("HISTORY_")]
         assert turns == [(f"HISTORY_{t.role.upper()}", t.content) for t in sample.history]
-    # two decomposer calls a sample (sub-queries, claims) and the judge's
-    assert (decomposer_model.calls, judge_model.calls) == (2 * 2, 2 * JUDGE_CALLS[batching])
+    # two decomposer calls a sample (sub-queries, claims; one when joint) and the judge's
+    assert (decomposer_model.calls, judge_model.calls) == (2 * SPLIT_CALLS[batching], 2 * JUDGE_CALLS[batching])
 
 
 @pytest.mark.parametrize("batching", list(Batching))

@@ -1,0 +1,140 @@
+"""The CI gate: `ragcourt run --fail-under` (and the config's fail_under) and `ragcourt compare
+--fail-on-regression`, through the CLI.
+
+`run`: examples/multi_turn.jsonl (2 samples, precomputed answers, no reference answer) with the lexical judge,
+no LLM call: completeness 0.5 (mt1 1.0, mt2 0.0), element_coverage n/a on both (no reference answer).
+
+`compare` (coverage per question q1..q4): repeat runs x .5 .5 .5 .5 / y .6 .4 .6 .4, per-question sd
+sqrt(4 x .01 / 3) = 0.11547, band over 4 questions 1.96 x 0.11547 / 2 = 0.113161. Base .7 .7 .7 .7;
+"small" .6 everywhere (B-A -0.1, inside the band), "big" .5 everywhere (-0.2, beyond it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from fixtures import REPO
+from typer.testing import CliRunner
+
+from ragcourt.cli import app
+from ragcourt.runs.workspace import Workspace
+from ragcourt.schema import MetricValue, RunInfo, Sample, SampleDiagnostics
+
+EXAMPLE = REPO / "examples" / "multi_turn.jsonl"
+
+
+def run_example(tmp_path, *options: str):
+    return CliRunner().invoke(app, ["run", str(EXAMPLE), "--system", "precomputed", "--no-check-endpoints",
+                                    "--home", str(tmp_path / "ws"), *options])
+
+
+def test_fail_under_fails_the_run_with_one_line_per_failed_figure_and_exit_1(tmp_path) -> None:
+    result = run_example(tmp_path, "--fail-under", "completeness=0.6", "--fail-under", "c_prec=0.25",
+                         "--fail-under", "element_coverage=0.1")
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("FAIL")]
+    assert lines == [
+        "FAIL completeness 0.500 < 0.600 (n=2, 0 unscored, 0 escalated)",
+        "FAIL element_coverage n/a (minimum 0.100): 2 sample(s): the sample has no reference answer: elements "
+        "are split from one (seed 003) (n=0, 0 unscored, 0 escalated)",
+    ]  # c_prec 0.250 is not below 0.25
+    assert "run run-" in result.output  # the run itself finished and was stored
+
+
+def test_thresholds_met_pass_and_na_can_be_allowed(tmp_path) -> None:
+    result = run_example(tmp_path, "--fail-under", "completeness=0.5", "--fail-under", "element_coverage=0.1",
+                         "--allow-na")
+    assert result.exit_code == 0, result.output
+    assert "gate passed: completeness >= 0.5, element_coverage >= 0.1 (n/a allowed)" in result.output
+
+
+def test_a_misspelt_metric_is_refused_before_anything_runs_listing_the_valid_names(tmp_path) -> None:
+    result = run_example(tmp_path, "--fail-under", "completness=0.6")
+    assert result.exit_code == 2
+    assert "unknown metric(s) completness; valid names: " in result.output
+    assert "element_coverage" in result.output and "c_prec@K" in result.output
+    assert not (tmp_path / "ws" / "store.sqlite").exists()  # nothing was evaluated
+    for bad, message in (("completeness", "expected METRIC=VALUE"),
+                         ("confidence_error=0.2", "lower is better")):
+        refused = run_example(tmp_path, "--fail-under", bad)
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+
+
+def test_the_configs_fail_under_gates_the_run_and_the_option_overrides_it(tmp_path) -> None:
+    config = tmp_path / "gate.yaml"
+    config.write_text("judges: [{model: lexical}]\nfail_under:\n  completeness: 0.75\n  conciseness: 0.2\n",
+                      encoding="utf-8")
+    failed = run_example(tmp_path, "--config", str(config))
+    assert failed.exit_code == 1, failed.output
+    assert [line for line in failed.output.splitlines() if line.startswith("FAIL")] == [
+        "FAIL completeness 0.500 < 0.750 (n=2, 0 unscored, 0 escalated)"]
+    relaxed = run_example(tmp_path, "--config", str(config), "--fail-under", "completeness=0.5")
+    assert relaxed.exit_code == 0, relaxed.output
+    # a threshold is no setting of the evaluation: the same run id, so the second run came from the store
+    assert "2 of 2 samples finished before come from the store" in relaxed.output
+
+    config.write_text("fail_under:\n  completness: 0.75\n", encoding="utf-8")
+    misspelt = run_example(tmp_path, "--config", str(config))
+    assert misspelt.exit_code == 2
+    assert f"{config}: key 'fail_under': unknown metric(s) completness" in misspelt.output
+
+
+SAMPLES = [Sample(id=q, question=f"{q}?") for q in ("q1", "q2", "q3", "q4")]
+
+
+def runs_in_store(home, **runs: tuple[float, ...]) -> None:
+    with Workspace(home).open_store() as store:
+        for run_id, values in runs.items():
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))
+            store.put_samples(run_id, SAMPLES)
+            store.put(*(SampleDiagnostics(run_id=run_id, sample_id=s.id, question=s.question,
+                                          metrics=(MetricValue(name="element_coverage", value=v),))
+                        for s, v in zip(SAMPLES, values, strict=True)))
+
+
+def compare(home, *options: str):
+    return CliRunner().invoke(app, ["compare", *options, "--home", str(home)])
+
+
+def test_compare_fail_on_regression_passes_inside_the_band_and_fails_outside_it(tmp_path) -> None:
+    runs_in_store(tmp_path, x=(.5, .5, .5, .5), y=(.6, .4, .6, .4), base=(.7, .7, .7, .7), small=(.6, .6, .6, .6),
+                  big=(.5, .5, .5, .5))
+    noise = ["--noise", "x", "--noise", "y"]
+    inside = compare(tmp_path, "base", "small", *noise, "--fail-on-regression")
+    assert inside.exit_code == 0, inside.output
+    assert ("ok   element_coverage 0.700 -> 0.600 (-0.100; n=4): inside the noise band ±0.113 (repeat runs x / y)"
+            in inside.output)
+    outside = compare(tmp_path, "base", "big", *noise, "--fail-on-regression")
+    assert outside.exit_code == 1, outside.output
+    assert ("FAIL element_coverage 0.700 -> 0.500 (-0.200; n=4): beyond the noise band ±0.113 (repeat runs x / y)"
+            in outside.output)
+    improved = compare(tmp_path, "big", "base", *noise, "--fail-on-regression")
+    assert improved.exit_code == 0 and "gate passed: no metric dropped" in improved.output
+    without_gate = compare(tmp_path, "base", "big", *noise)
+    assert without_gate.exit_code == 0  # the table alone never fails
+
+
+def test_without_a_noise_band_a_drop_is_named_and_fails_only_on_any_drop(tmp_path) -> None:
+    runs_in_store(tmp_path, base=(.7, .7, .7, .7), big=(.5, .5, .5, .5))
+    named = compare(tmp_path, "base", "big", "--fail-on-regression")
+    assert named.exit_code == 0, named.output
+    assert "note element_coverage 0.700 -> 0.500 (-0.200; n=4): a drop, but no noise band is known" in named.output
+    strict = compare(tmp_path, "base", "big", "--fail-on-regression", "--fail-on-any-drop")
+    assert strict.exit_code == 1
+    assert "FAIL element_coverage 0.700 -> 0.500 (-0.200; n=4): a drop, and no noise band is known" in strict.output
+
+
+def test_the_band_ragcourt_noise_measured_is_kept_for_compare(tmp_path) -> None:
+    runs_in_store(tmp_path, x=(.5, .5, .5, .5), y=(.6, .4, .6, .4), base=(.7, .7, .7, .7), small=(.6, .6, .6, .6),
+                  big=(.5, .5, .5, .5))
+    measured = CliRunner().invoke(app, ["noise", "x", "y", "--home", str(tmp_path)])
+    assert measured.exit_code == 0, measured.output
+    kept = json.loads((tmp_path / "noise" / "bands.json").read_text(encoding="utf-8"))
+    assert kept["element_coverage"]["per_question_sd"] == pytest.approx(math.sqrt(0.04 / 3))
+    assert kept["element_coverage"]["measured"] == "repeat runs x / y"
+    assert compare(tmp_path, "base", "small", "--fail-on-regression").exit_code == 0
+    outside = compare(tmp_path, "base", "big", "--fail-on-regression")
+    assert outside.exit_code == 1
+    assert "beyond the noise band ±0.113 (`ragcourt noise`: repeat runs x / y)" in outside.output

@@ -1,0 +1,79 @@
+"""`ragcourt review RUN --budget N` reviews the N escalations that can move the headline figures most, in
+that order; a typo is asked again instead of skipping the check; `summary` shows the remaining uncertainty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragcourt.cli import app
+from ragcourt.runs.api import evaluate
+from ragcourt.runs.review_budget import budget_order
+from ragcourt.schema import Chunk, Label, ReviewAction, Sample
+from ragcourt.schema.config import EvalConfig, JudgeSpec
+from ragcourt.stores.records import RecordStore
+from ragcourt.systems import Precomputed
+
+RUN = "budget"
+
+
+def samples() -> list[Sample]:
+    return [
+        Sample(id=f"s{i}", question=f"Which city is the capital of country {i}?",
+               reference_answer=f"City {i} is the capital. It lies on river {i}.",
+               contexts=(Chunk(id=f"c{i}a", text=f"City {i} is the capital of country {i}."),
+                         Chunk(id=f"c{i}b", text=f"River {i} flows through the old town and its harbour.")),
+               answer=f"The capital is City {i}. The river is wide.")
+        for i in range(3)
+    ]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    config = EvalConfig(judges=(JudgeSpec(model="lexical"), JudgeSpec(model="semantic")))
+    evaluate(samples(), Precomputed(), config=config, home=tmp_path, run_id=RUN)
+    return tmp_path
+
+
+def invoke(*args: str, home: Path, stdin: str = "") -> tuple[int, str]:
+    result = CliRunner().invoke(app, [*args, "--home", str(home)], input=stdin)
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), (
+        repr(result.exception))
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_review_budget_decides_the_escalations_of_most_weight_first(home: Path) -> None:
+    with RecordStore(home / "store.sqlite") as store:
+        pending = store.pending_escalations(RUN)
+        wanted = [r.check_id for r in budget_order(store, RUN, pending)][:2]
+    assert len(pending) > 2
+    code, out = invoke("review", RUN, "--budget", "2", home=home, stdin="y\ny\n")
+    assert code == 0 and f"budget: 2 of {len(pending)} pending escalations" in out
+    with RecordStore(home / "store.sqlite") as store:
+        reviews = store.latest_reviews(RUN)
+        left = store.pending_escalations(RUN)
+    assert set(reviews) == set(wanted)
+    assert all(r.action is ReviewAction.OVERRIDE and r.label is Label.YES for r in reviews.values())
+    assert len(left) == len(pending) - 2
+
+
+def test_a_typo_is_asked_again_and_the_next_reply_decides(home: Path) -> None:
+    with RecordStore(home / "store.sqlite") as store:
+        first = store.pending_escalations(RUN)[0]
+    code, out = invoke("review", RUN, home=home, stdin="yy\nn\nq\n")
+    assert code == 0 and "not understood: 'yy'" in out and "type y / n" in out
+    with RecordStore(home / "store.sqlite") as store:
+        reviews = store.latest_reviews(RUN)
+    assert list(reviews) == [first.check_id]  # the typo did not skip the check: its next reply decided it
+    assert reviews[first.check_id].action is ReviewAction.OVERRIDE and reviews[first.check_id].label is Label.NO
+
+
+def test_summary_shows_the_remaining_uncertainty_and_the_jury(home: Path) -> None:
+    code, out = invoke("summary", RUN, "--jury", home=home)
+    assert code == 0
+    assert "remaining uncertainty given the reviews so far" in out and "pending escalations" in out
+    # the three escalations are claim-supported checks: only verifiableness may still move
+    assert "verifiableness │ 1.000 │ 0.875 .. 1.000 │ 0.072 │ 3" in out
+    assert "jury: estimated accuracy per judge" in out and "lexical" in out and "semantic" in out

@@ -1,0 +1,30 @@
+"""A run id derived before a configuration key existed stays the same after it is added (at its default), so
+the same command still resumes the same run after an upgrade."""
+
+from __future__ import annotations
+
+from ragcourt.runs.workspace import derived_run_id
+from ragcourt.schema import Sample
+from ragcourt.schema.config import EvalConfig, Reconcile
+
+SAMPLES = [Sample(id="q1", question="Who wrote Hamlet?", reference_answer="Shakespeare.")]
+# Derived by the code of f0098e5 (before reconcile, escalate_below_posterior, calibration_profile, store,
+# telemetry and fail_under existed) for this configuration and sample.
+RUN_ID_BEFORE_THE_NEW_KEYS = "run-03a878525c3c9342"
+
+
+def test_default_configuration_keeps_the_run_id_it_had_before_the_new_keys() -> None:
+    assert derived_run_id(EvalConfig(), SAMPLES, "precomputed") == RUN_ID_BEFORE_THE_NEW_KEYS
+
+
+def test_a_setting_that_changes_figures_changes_the_run_id() -> None:
+    weighted = EvalConfig(reconcile=Reconcile.WEIGHTED)
+    assert derived_run_id(weighted, SAMPLES, "precomputed") != RUN_ID_BEFORE_THE_NEW_KEYS
+    stricter = EvalConfig(escalate_below_posterior=0.9)
+    assert derived_run_id(stricter, SAMPLES, "precomputed") != RUN_ID_BEFORE_THE_NEW_KEYS
+
+
+def test_where_records_and_spans_go_and_the_gate_are_no_part_of_the_identity() -> None:
+    elsewhere = EvalConfig(store="postgresql://u@127.0.0.1:1/db", telemetry={"otlp_endpoint": "http://127.0.0.1:4318"},
+                           fail_under={"element_coverage": 0.5})
+    assert derived_run_id(elsewhere, SAMPLES, "precomputed") == RUN_ID_BEFORE_THE_NEW_KEYS
