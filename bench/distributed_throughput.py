@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -39,19 +38,8 @@ from ragcourt.systems import Precomputed
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from fault_rerun import samples, stats  # noqa: E402  (bench/ is no package)
-
-
-@contextlib.contextmanager
-def sim_server() -> Iterator[str]:
-    process = subprocess.Popen([sys.executable, str(HERE / "sim_server.py"), "--latency-ms", "0"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdin is not None
-    try:
-        yield process.stdout.readline().strip()
-    finally:
-        process.stdin.close()
-        process.wait(timeout=30)
+from fault_rerun import samples  # noqa: E402  (bench/ is no package)
+from sim_server import running, stats  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -132,7 +120,7 @@ def main() -> None:
 
     pool = samples(2 * args.samples)
     measured = []
-    with sim_server() as sim_url, postgres(args.store) as url, RecordStore(url) as store, \
+    with running() as sim_url, postgres(args.store) as url, RecordStore(url) as store, \
             TemporaryDirectory() as home:
         config = config_for(sim_url, args.concurrency)
         for workers, batch in ((1, pool[:args.samples]), (2, pool[args.samples:])):

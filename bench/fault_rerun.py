@@ -21,13 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
-import urllib.request
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,26 +35,10 @@ from ragcourt.schema import Chunk, Sample, SampleDiagnostics
 from ragcourt.schema.config import EvalConfig, JudgeSpec, Method
 from ragcourt.systems import Precomputed
 
-SIM_SERVER = Path(__file__).resolve().parent / "sim_server.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is no package
+from sim_server import running, stats  # noqa: E402
+
 JUDGE_MODELS = ("sim-a", "sim-b")
-
-
-@contextmanager
-def sim(*options: str) -> Iterator[str]:
-    """A simulated server in its own process; yields its base URL."""
-    process = subprocess.Popen([sys.executable, str(SIM_SERVER), "--latency-ms", "0", *options],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdin is not None
-    try:
-        yield process.stdout.readline().strip()
-    finally:
-        process.stdin.close()
-        process.wait(timeout=30)
-
-
-def stats(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/sim/stats") as response:
-        return dict(json.loads(response.read()))
 
 
 def samples(n: int) -> list[Sample]:
@@ -142,7 +122,8 @@ def measure(n_samples: int, rate: float, seed: int, timeout_s: float, folder: Pa
             llm_decomposer: bool = True, calls: int = 2) -> Measured:
     batch = samples(n_samples)
     hold = str(timeout_s * 3)
-    with sim("--faults", str(rate), "--fault-seed", str(seed), "--fault-hold-s", hold) as faulty, sim() as clean:
+    with running("--faults", str(rate), "--fault-seed", str(seed), "--fault-hold-s", hold) as faulty, \
+            running() as clean:
         config = config_for(faulty, timeout_s, llm_decomposer)
         states = []
         for _ in range(calls):

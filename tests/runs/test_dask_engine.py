@@ -8,7 +8,6 @@ reference is the same command in one process on SQLite, uninterrupted.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -18,10 +17,9 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fixtures import REPO
+from fixtures import bench_module
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
@@ -32,7 +30,7 @@ from ragcourt.schema import SampleDiagnostics
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.work_queue import TaskCounts, WorkQueue
 
-sys.path.insert(0, str(REPO / "bench"))
+sim = bench_module("sim_server")
 from fault_rerun import comparable, samples
 
 N_SAMPLES = 200
@@ -88,19 +86,8 @@ def _sqlite_run(store: RecordStore, tmp_path: Path) -> DaskRun:
 
 @pytest.fixture(scope="module")
 def sim_url() -> Iterator[str]:
-    process = subprocess.Popen([sys.executable, str(REPO / "bench" / "sim_server.py"), "--latency-ms", "5"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdin is not None
-    try:
-        yield process.stdout.readline().strip()
-    finally:
-        process.stdin.close()
-        process.wait(timeout=30)
-
-
-def sim_stats(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/sim/stats") as response:
-        return dict(json.loads(response.read()))
+    with sim.running(latency_ms=5) as url:
+        yield url
 
 
 def sim_reset(url: str) -> None:
@@ -140,7 +127,7 @@ def test_a_worker_killed_mid_run_loses_nothing_repeats_no_answered_call_and_chan
     # the uninterrupted reference: one process, SQLite
     reference = CliRunner().invoke(app, [*command, "--home", str(tmp_path / "local")], env={"COLUMNS": "200"})
     assert reference.exit_code == 0, reference.output
-    answered = sim_stats(sim_url)["answered_conversations"]
+    answered = sim.stats(sim_url)["answered_conversations"]
     assert answered >= N_SAMPLES  # at least one judge call per sample
     with Workspace(tmp_path / "local").open_store() as store:
         expected = {d.sample_id: comparable(d) for d in store.get_diagnostics(RUN_ID)}
@@ -165,7 +152,7 @@ def test_a_worker_killed_mid_run_loses_nothing_repeats_no_answered_call_and_chan
                 if victim is not None:
                     cached = store.cache_count()  # first: a call cached after this read was sent before the next
                     os.kill(int(re.search(r"-pid(\d+)-", victim).group(1)), signal.SIGKILL)
-                    uncached_at_kill = sim_stats(sim_url)["chat_requests"] - cached
+                    uncached_at_kill = sim.stats(sim_url)["chat_requests"] - cached
                     killed = (victim, uncached_at_kill)
                 time.sleep(0.02)
             out, _ = coordinator.communicate(timeout=180)
@@ -182,7 +169,7 @@ def test_a_worker_killed_mid_run_loses_nothing_repeats_no_answered_call_and_chan
         assert victim in completed_by.values() and len(set(completed_by.values())) >= 2
         assert {d.sample_id: comparable(d) for d in store.get_diagnostics(RUN_ID)} == expected  # the same figures
 
-    stats = sim_stats(sim_url)
+    stats = sim.stats(sim_url)
     # every conversation of the reference was answered, and the only ones answered twice are calls sent but not
     # yet cached when the worker died (a bound read at the kill: every call cached before it came from the cache)
     assert stats["answered_conversations"] == answered
@@ -199,7 +186,7 @@ def test_a_worker_killed_mid_run_loses_nothing_repeats_no_answered_call_and_chan
                                      "--workers", "2"], env={"COLUMNS": "200"})
     assert again.exit_code == 0, again.output
     assert f"{N_SAMPLES} of {N_SAMPLES} samples finished before come from the store" in again.output
-    assert sim_stats(sim_url)["chat_requests"] == stats["chat_requests"]
+    assert sim.stats(sim_url)["chat_requests"] == stats["chat_requests"]
     # and later commands read the run as a local one
     summary = CliRunner().invoke(app, ["summary", RUN_ID, "--home", str(tmp_path / "shared")], env={"COLUMNS": "200"})
     local = CliRunner().invoke(app, ["summary", RUN_ID, "--home", str(tmp_path / "local")], env={"COLUMNS": "200"})

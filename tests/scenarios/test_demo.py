@@ -5,12 +5,15 @@ difference are those of the stored runs; the store reads back into pandas; a rep
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
+import pytest
 from typer.testing import CliRunner
 
 from ragcourt.analysis.noise import compare_frame
 from ragcourt.analysis.qcare_tables import gap_share_frame
 from ragcourt.cli import app
+from ragcourt.commands.output import console
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Review, SampleDiagnostics, Verdict
 
@@ -19,7 +22,17 @@ def _share(value) -> str:
     return "n/a" if value is None else f"{float(value):.0%}"
 
 
-def test_demo_compares_two_configurations_and_leaves_a_readable_store(tmp_path):
+@pytest.fixture
+def wide_console() -> Iterator[None]:
+    """rich reads COLUMNS once, when the console is made (on the first import of commands.output, which may be
+    another test's): the tables below are read cell by cell, so they get a known width, then the old one back."""
+    before = console.width
+    console.width = 160
+    yield
+    console.width = before
+
+
+def test_demo_compares_two_configurations_and_leaves_a_readable_store(tmp_path, wide_console):
     result = CliRunner().invoke(app, ["demo", "--home", str(tmp_path), "--questions", "3"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     out = result.output

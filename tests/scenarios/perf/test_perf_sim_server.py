@@ -3,17 +3,12 @@ back, and a re-run of an unchanged run that makes no LLM call."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-from fixtures import REPO
+from fixtures import REPO, bench_module
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
@@ -32,15 +27,6 @@ from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec
 from ragcourt.systems import GroundedAnswer, Precomputed
 
 BENCH = REPO / "bench"
-
-
-def bench_module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 sim = bench_module("sim_server")
@@ -107,19 +93,12 @@ def test_perf_sim_latency_draws_follow_the_distribution() -> None:
 
 @pytest.fixture
 def sim_url() -> Iterator[str]:
-    process = subprocess.Popen([sys.executable, str(BENCH / "sim_server.py"), "--latency-ms", "0"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdin is not None
-    try:
-        yield process.stdout.readline().strip()
-    finally:
-        process.stdin.close()
-        process.wait(timeout=10)
+    with sim.running() as url:
+        yield url
 
 
 def requests_served(url: str) -> int:
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/sim/stats") as response:
-        return int(json.loads(response.read())["requests"])
+    return int(sim.stats(url)["requests"])
 
 
 def bench_sample(index: int) -> Sample:

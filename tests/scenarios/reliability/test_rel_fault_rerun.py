@@ -12,18 +12,15 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from aiohttp import web
 from fakes.openai_server import FakeOpenAIServer, FaultPlan, status_500
-from fixtures import REPO
+from fixtures import bench_module
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 from rel_support import BUILDERS
@@ -35,16 +32,6 @@ from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy
 from ragcourt.llm.spec import ModelSpec
 from ragcourt.schema import TRANSIENT_REASONS, UnscoredReason, VerdictStatus
 from ragcourt.stores.records import RecordStore
-
-
-def bench_module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 sim = bench_module("sim_server")
 fault_rerun = bench_module("fault_rerun")
