@@ -18,7 +18,9 @@ Logprob mode (`--logprobs`, for judges that read decision-token probabilities): 
 logprobs and gets JSON content (json_schema or JSON mode; tool-call arguments carry none, as with OpenAI) has
 every decision value (`verdict`, `in_context`, `in_answer`, `answered`: yes / no; `decision`: A / B / Tie)
 drawn from probabilities seeded by the prompt and the value's position, the most probable one chosen, and the
-content's tokens returned with those probabilities as the decision token's top alternatives. Deterministic:
+content's tokens returned with those probabilities as the decision token's top alternatives; a non-empty list
+of linked ids (`ids`, `supporting_chunk_ids`, `chunk_ids`, `served_subquery_ids`) is kept or emptied the same way,
+its first token (the first id, or `]`) carrying both as alternatives. Deterministic:
 the same prompt gets the same decisions and probabilities. It proves the plumbing of scored verdicts, not a
 judge's quality: the draws ignore what the prompt says.
 
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -56,8 +59,10 @@ import random
 import re
 import socket
 import struct
+import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -312,34 +317,54 @@ def refchecker_answer(prompt: str) -> Answer | None:
 DECISION_OPTIONS = {"verdict": ("yes", "no"), "in_context": ("yes", "no"), "in_answer": ("yes", "no"),
                     "answered": ("yes", "no"), "decision": ("A", "B", "Tie")}
 _DECISION_VALUE = re.compile(r'"(' + "|".join(DECISION_OPTIONS) + r')": "([^"]*)"')
+# Linked ids (a list): whether it is empty is decided at its first token, an id's or the closing bracket.
+LINK_FIELDS = ("ids", "supporting_chunk_ids", "chunk_ids", "served_subquery_ids")
+_LINK_LIST = re.compile(r'"(' + "|".join(LINK_FIELDS) + r')": \[([^\]]*)\]')
 
 
-def decision_probabilities(prompt: str, position: int, options: tuple[str, ...]) -> list[float]:
+def decision_probabilities(prompt: str, position: int | str, options: tuple[str, ...]) -> list[float]:
     rng = random.Random(f"{hashlib.sha256(prompt.encode()).hexdigest()}:{position}")
     weights = [rng.random() + 1e-3 for _ in options]
     total = sum(weights)
     return [w / total for w in weights]
 
 
+def _token(text: str, logprob: float, top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode()),
+            "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top or []]}
+
+
 def with_decision_logprobs(text: str, prompt: str) -> tuple[str, list[dict[str, Any]]]:
     """The JSON content with each decision value redrawn (the most probable option), and its tokens: the text
-    between decisions as one token each, every decision value a token with its options as top alternatives."""
-    out_text, tokens_out, pos = [], [], 0
-    for position, match in enumerate(_DECISION_VALUE.finditer(text)):
-        options = DECISION_OPTIONS[match.group(1)]
-        probabilities = decision_probabilities(prompt, position, options)
-        chosen = options[max(range(len(options)), key=probabilities.__getitem__)]
-        value_at = match.start(2)
-        before = text[pos:value_at]
+    between decisions as one token each, every decision value a token with its options as top alternatives.
+    A non-empty list of linked ids is redrawn too (kept, or emptied when its seeded P(empty) is the larger):
+    its first token, the first id (quoted) or ``]``, has both as top alternatives. Decision values and lists
+    are seeded by their own counts, so lists leave the decision values' draws as they were."""
+    found = sorted([*_DECISION_VALUE.finditer(text), *(m for m in _LINK_LIST.finditer(text) if m.group(2).strip())],
+                   key=lambda m: m.start())
+    out_text, tokens_out, pos, decisions, lists = [], [], 0, 0, 0
+    for match in found:
+        before = text[pos:match.start(2)]
+        if match.re is _DECISION_VALUE:
+            options = DECISION_OPTIONS[match.group(1)]
+            probabilities = decision_probabilities(prompt, decisions, options)
+            decisions += 1
+            chosen = options[max(range(len(options)), key=probabilities.__getitem__)]
+            pos = match.end(2)
+        else:
+            first = match.group(2).split(",")[0].strip()
+            options = (first, "]")
+            probabilities = decision_probabilities(prompt, f"list {lists}", options)
+            lists += 1
+            keep = probabilities[0] >= probabilities[1]
+            chosen = first if keep else "]"
+            pos = match.start(2) + len(first) if keep else match.end()  # emptied: past the list's own "]"
         out_text += [before, chosen]
-        top = [{"token": o, "logprob": math.log(p), "bytes": list(o.encode())} for o, p in zip(options, probabilities, strict=True)]
-        tokens_out += [{"token": before, "logprob": -0.01, "bytes": list(before.encode()), "top_logprobs": []},
-                       {"token": chosen, "logprob": math.log(max(probabilities)), "bytes": list(chosen.encode()),
-                        "top_logprobs": top}]
-        pos = match.end(2)
+        tokens_out += [_token(before, -0.01), _token(chosen, math.log(max(probabilities)),
+                                                     [(o, math.log(p)) for o, p in zip(options, probabilities, strict=True)])]
     rest = text[pos:]
     out_text.append(rest)
-    tokens_out.append({"token": rest, "logprob": -0.01, "bytes": list(rest.encode()), "top_logprobs": []})
+    tokens_out.append(_token(rest, -0.01))
     return "".join(out_text), tokens_out
 
 
@@ -631,6 +656,26 @@ async def serve(latency: Latency, port: int, faults: Faults | None = None, logpr
     # Serve until stdin closes (the parent went away) or the process is killed.
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await runner.cleanup()
+
+
+@contextlib.contextmanager
+def running(*options: str, latency_ms: float = 0.0) -> Iterator[str]:
+    """This server in a process of its own (its own core: it must not compete with the client it serves), for
+    benchmarks and tests; yields its base URL and stops it when the block ends (stdin closed)."""
+    process = subprocess.Popen([sys.executable, __file__, "--latency-ms", str(latency_ms), *options],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdin is not None
+    try:
+        yield process.stdout.readline().strip()
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
+def stats(base_url: str) -> dict[str, Any]:
+    """The counters of a running server (GET /sim/stats)."""
+    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/sim/stats") as response:
+        return dict(json.loads(response.read()))
 
 
 def main() -> None:

@@ -1,14 +1,17 @@
 """The validity suite on the shared human-labelled slices: figures for the README (calibrate section).
 
-    python bench/validity_suite.py [--data /work/shared/data] [--bootstrap 1000] [--wice-limit N] [--no-llm]
+    python bench/validity_suite.py [--data /work/shared/data] [--bootstrap 1000] [--wice-limit N]
+                                   [--no-llm | --llm-only] [--suite wice --suite hotpotqa]
 
 For each slice (RAGChecker pairs, WiCE claims, HotpotQA paragraphs) it runs `ragcourt calibrate --suite`'s
 code with two configurations: the two baseline judges (`--judge lexical --judge semantic`), and a scripted LLM
 judge with logprobs: bench/sim_server.py --logprobs started on 127.0.0.1, asked with json_schema output so
 its decision tokens carry probabilities. The simulated judge draws its decisions from seeded probabilities
 that ignore the prompt: its figures prove the plumbing (probabilities read, AUROC computed, n/a where an LLM
-gives none), not any judge's quality. On WiCE and HotpotQA it also learns each judge's P(yes) threshold
-(balanced accuracy, 5-fold cross-validated) and prints the in-sample and held-out figures. Nothing is tuned
+gives none), not any judge's quality. HotpotQA asks each paragraph in a call of its own (one target), where
+an LLM's list of linked ids gives a P(yes) (judging/decision_tokens.py). On WiCE and HotpotQA it also learns
+each judge's P(yes) threshold (balanced accuracy, 5-fold cross-validated) and prints the in-sample and
+held-out figures. Nothing is tuned
 on these figures: the rules' thresholds are the documented ones, and a learned threshold is reported, not
 adopted. Prints each suite's tables and its wall and CPU seconds.
 """
@@ -65,7 +68,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data"))
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--wice-limit", type=int, default=None, help="only the first N WiCE claims")
-    parser.add_argument("--no-llm", action="store_true", help="only the baseline judges")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--no-llm", action="store_true", help="only the baseline judges")
+    which.add_argument("--llm-only", action="store_true", help="only the scripted LLM judge")
     parser.add_argument("--suite", type=Suite, action="append", help="repeatable; default: all three")
     args = parser.parse_args()
     baselines = (JudgeSpec(model="lexical"), JudgeSpec(model="semantic"))
@@ -75,7 +80,8 @@ def main() -> None:
             for suite in args.suite or list(Suite):
                 limit = args.wice_limit if suite is Suite.WICE else None
                 path = args.data / FILES[suite]
-                measure(suite, path, baselines, Path(home), bootstrap=args.bootstrap, limit=limit)
+                if not args.llm_only:
+                    measure(suite, path, baselines, Path(home), bootstrap=args.bootstrap, limit=limit)
                 if server is not None:
                     llm = (JudgeSpec(model=f"openai:sim@{url}#json_schema", id="sim-llm", logprobs=True),)
                     measure(suite, path, llm, Path(home), bootstrap=args.bootstrap, limit=limit)

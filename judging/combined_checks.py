@@ -82,6 +82,15 @@ COMBINED_DECISION_KEYS: dict[CheckKind, str] = {
     CheckKind.CLAIM_IN_REFERENCE: "in_reference",
 }
 
+# The linked fields (lists of target ids), by the check kind they decide: P(yes) is read at a list's start when
+# the batch offers one target (decision_tokens.nonempty_list_probabilities).
+COMBINED_LINK_KEYS: dict[CheckKind, str] = {
+    CheckKind.SUBQUERY_IN_CHUNK: "chunk_ids",
+    CheckKind.CLAIM_SUPPORTED: "supporting_chunk_ids",
+    CheckKind.CLAIM_SERVES_SUBQUERY: "served_subquery_ids",
+    CheckKind.ELEMENT_IN_CHUNK: "chunk_ids",
+}
+
 
 class CombinedJudgements(BaseModel):
     """Every alignment check of one sample and condition: one entry per listed element, sub-query, claim."""

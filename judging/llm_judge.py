@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ragcourt.judging.combined_checks import (
     COMBINED_DECISION_KEYS,
+    COMBINED_LINK_KEYS,
     CombinedBatch,
     CombinedJudgements,
     CombinedReply,
@@ -25,7 +26,13 @@ from ragcourt.judging.combined_checks import (
     shown_id,
     split_for_reply,
 )
-from ragcourt.judging.decision_tokens import item_decision_tokens, verdict_probabilities, yes_no_probabilities
+from ragcourt.judging.decision_tokens import (
+    item_decision_tokens,
+    item_list_starts,
+    nonempty_list_probabilities,
+    verdict_probabilities,
+    yes_no_probabilities,
+)
 from ragcourt.llm.client import LLMClient, StructuredResult
 from ragcourt.prompts.library import PromptId, load_prompt, question_block, untrusted
 from ragcourt.schema import (
@@ -222,9 +229,11 @@ class LLMJudge:
             for j in replied.judgements
             if shown_id(j.item_id) in shown_items
         }
-        # P(yes) / P(no) at each item's "verdict" token, where the endpoint returned logprobs; a list of linked
-        # ids has no single decision token, so linked kinds carry none.
+        # P(yes) / P(no) at each item's "verdict" token, where the endpoint returned logprobs; a linked kind's at
+        # the start of its "ids" list, only when the batch offers one target (nonempty_list_probabilities).
         decisions = {} if layout.linked else item_decision_tokens(result.logprobs or (), ("verdict",))
+        list_starts = (item_list_starts(result.logprobs or (), ("ids",)) if layout.linked and len(shown_targets) == 1
+                       else {})
         shown_as = {subject: shown for shown, subject in shown_items.items()}
         verdicts = []
         for check, meta in zip(checks, metas, strict=True):
@@ -235,15 +244,17 @@ class LLMJudge:
                     detail="the judge's reply has no entry for this item", **meta,
                 ))
                 continue
+            shown = shown_as.get(check.subject_id, "")
             if layout.linked:
                 linked = {shown_targets.get(shown_id(i)) for i in judgement.ids}
                 label = Label.YES if check.target_id in linked else Label.NO
+                probabilities = nonempty_list_probabilities(list_starts.get((shown, "ids")), label)
             else:
                 label = Label(judgement.verdict)
-            token = decisions.get((shown_as.get(check.subject_id, ""), "verdict"))
+                probabilities = yes_no_probabilities(decisions.get((shown, "verdict")), label)
             verdicts.append(Verdict(
                 check_id=check.id, status=VerdictStatus.OK, label=label, rationale=judgement.reasoning,
-                probabilities=yes_no_probabilities(token, label), **meta
+                probabilities=probabilities, **meta
             ))
         return verdicts
 
@@ -319,6 +330,10 @@ class LLMJudge:
                                   detail=result.detail, **meta) for c, meta in zip(checks, metas, strict=True)}, []
         labels = read_labels(batch, result.value, checks)
         decisions = item_decision_tokens(result.logprobs or (), COMBINED_DECISION_KEYS.values())
+        # A linked field's P(yes) only where the batch offers it one target (nonempty_list_probabilities).
+        offered = {"served_subquery_ids": len(batch.subqueries)}
+        list_starts = item_list_starts(result.logprobs or (), [key for key in COMBINED_LINK_KEYS.values()
+                                                                if offered.get(key, len(batch.chunks)) == 1])
         shown_as = {subject: shown for shown, subject in
                     [*batch.elements.items(), *batch.subqueries.items(), *batch.claims.items()]}
         again = ", also when asked again in a follow-up call" if asked_again else ""
@@ -331,11 +346,15 @@ class LLMJudge:
                     detail=f"the judge's reply has no {check.kind} decision for this item{again}", **meta,
                 )
                 continue
-            key = COMBINED_DECISION_KEYS.get(check.kind)
-            token = decisions.get((shown_as.get(check.subject_id, ""), key)) if key else None
+            shown = shown_as.get(check.subject_id, "")
+            if check.kind in COMBINED_LINK_KEYS:
+                start = list_starts.get((shown, COMBINED_LINK_KEYS[check.kind]))
+                probabilities = nonempty_list_probabilities(start, decided[0])
+            else:
+                key = COMBINED_DECISION_KEYS.get(check.kind)
+                probabilities = yes_no_probabilities(decisions.get((shown, key)) if key else None, decided[0])
             out[check.id] = Verdict(check_id=check.id, status=VerdictStatus.OK, label=decided[0],
-                                    rationale=decided[1], probabilities=yes_no_probabilities(token, decided[0]),
-                                    **meta)
+                                    rationale=decided[1], probabilities=probabilities, **meta)
         extra = []
         if asks_answered_from_links({c.kind for c in checks}, answered_from_links):
             # Its tokens are the batch's verdicts' already: these carry none, so the sample's usage adds up.

@@ -110,15 +110,20 @@ def _yes(value: bool) -> Label:
 
 
 async def judge_checks(checks: Sequence[Check], judges: Sequence[Judge], *, concurrency: int = 8,
-                       on_item: Callable[[], None] | None = None) -> dict[tuple[str, str], Verdict]:
+                       on_item: Callable[[], None] | None = None,
+                       one_target_per_call: bool = False) -> dict[tuple[str, str], Verdict]:
     """(check id, judge id) -> verdict. One batch per judge and sample (as the judge node batches a run's
     checks); a judge that raises gives unscored verdicts with the error, never takes the suite down.
-    `on_item` is called once per sample (a claim, a question) when every judge has decided its checks."""
-    by_sample: dict[tuple[str, CheckKind], list[Check]] = {}
+    `on_item` is called once per sample (a claim, a question) when every judge has decided its checks.
+    `one_target_per_call`: one batch per sample and target instead, so an LLM judge asked a linked kind (which
+    ids hold) sees one target and its P(yes) is readable (decision_tokens.nonempty_list_probabilities); with
+    several targets in one call it gives none. One call per target: a question's ten paragraphs cost ten."""
+    by_sample: dict[tuple[str, CheckKind, str], list[Check]] = {}
     for check in checks:
-        by_sample.setdefault((check.sample_id, check.kind), []).append(check)
+        by_sample.setdefault((check.sample_id, check.kind, check.target_id if one_target_per_call else ""),
+                             []).append(check)
     gate = asyncio.Semaphore(concurrency)
-    batches_left = Counter(sample_id for sample_id, _ in by_sample for _judge in judges)
+    batches_left = Counter(sample_id for sample_id, _, _ in by_sample for _judge in judges)
 
     async def one(judge: Judge, sample_id: str, kind: CheckKind, batch: list[Check]) -> list[Verdict]:
         async with gate:
@@ -132,7 +137,7 @@ async def judge_checks(checks: Sequence[Check], judges: Sequence[Judge], *, conc
         return verdicts
 
     done = await asyncio.gather(*(one(judge, sample_id, kind, batch) for judge in judges
-                                  for (sample_id, kind), batch in by_sample.items()))
+                                  for (sample_id, kind, _), batch in by_sample.items()))
     return {(v.check_id, v.judge_id): v for verdicts in done for v in verdicts}
 
 

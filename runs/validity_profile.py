@@ -5,7 +5,7 @@ label is yes exactly when its P(yes) >= that threshold (schema.calibration; `rag
 The calibrated judge is another rater than the judge it wraps, so it has its own id (`lexical+cal-<profile
 hash>`): its verdicts are stored under that id, the judge's own stored verdicts stay as they were, and a run
 without the profile never reuses a calibrated label (the store reuses verdicts by check and judge id). A verdict
-without a probability (an LLM judge on a linked kind, an unscored one) keeps its label.
+without a probability (an LLM judge on a linked kind asked with several targets, an unscored one) keeps its label.
 """
 
 from __future__ import annotations

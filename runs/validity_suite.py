@@ -155,7 +155,10 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
 
         if progress is not None:
             progress(0, n_samples)
-        verdicts = await judge_checks(checks, judges, concurrency=concurrency, on_item=item_done)
+        # A HotpotQA question is asked about each paragraph on its own (WiCE's claims have one evidence text
+        # already): one target per call is where an LLM's list of linked ids gives a P(yes).
+        verdicts = await judge_checks(checks, judges, concurrency=concurrency, on_item=item_done,
+                                      one_target_per_call=True)
         items = items_of(labelled, verdicts, judge_ids)
         for kind in dict.fromkeys(item.kind for item in items):
             of_kind = [item for item in items if item.kind is kind]
@@ -177,7 +180,7 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
 def profile_of(report: SuiteReport) -> CalibrationProfile:
     """The calibration profile of a suite run's learned thresholds."""
     if not report.thresholds:
-        raise ValueError("no threshold was learned: no judge gave probabilities on the labelled checks (LLM judges "
-                         "give none on linked kinds such as claim_supported and subquery_in_chunk)")
+        raise ValueError("no threshold was learned: no judge gave probabilities on the labelled checks (an LLM "
+                         "judge gives them only where its endpoint returns logprobs with top alternatives)")
     return CalibrationProfile(suite=str(report.suite), data_file=report.file, data_sha256=report.data_sha256,
                               thresholds=report.thresholds)

@@ -12,7 +12,13 @@ from fakes.openai_server import ChatRequest, FakeOpenAIServer, Reply
 
 from ragcourt.judging import BaselineJudge, BaselineRule, LLMJudge, render_combined
 from ragcourt.judging.baseline import similarity_probabilities
-from ragcourt.judging.decision_tokens import item_decision_tokens, yes_no_probabilities
+from ragcourt.judging.decision_tokens import (
+    ListStart,
+    item_decision_tokens,
+    item_list_starts,
+    nonempty_list_probabilities,
+    yes_no_probabilities,
+)
 from ragcourt.llm.factory import build_client
 from ragcourt.llm.reply import TokenLogprob
 from ragcourt.llm.spec import ModelSpec, StructuredMethod
@@ -195,3 +201,99 @@ async def test_the_semantic_baseline_prefers_by_embeddings_where_lexical_prefers
     # the embeddings put A next to the reference (cosine 0.99) and B far from it (0.11)
     assert (lexical.label, lexical.rationale) == (Label.B, "A 0.57 vs B 0.67")
     assert (semantic.label, semantic.rationale) == (Label.A, "A 0.99 vs B 0.11")
+
+
+# --------------------------------------------------------------------------- linked kinds: the list's first token
+
+
+def list_tokens(reply: dict, key: str, first: list[tuple[str, float]]) -> list[TokenLogprob]:
+    """The reply's JSON cut so that the first token after `"<key>": [` is one token (an id with its quotes, or
+    the closing bracket) with the top alternatives `first`."""
+    text = json.dumps(reply)
+    at = text.index(f'"{key}": [') + len(f'"{key}": [')
+    chosen = re.match(r'"[^"]*"|\]', text[at:]).group(0)  # type: ignore[union-attr]
+    return [TokenLogprob(token=text[:at], logprob=-0.01),
+            TokenLogprob(token=chosen, logprob=dict(first).get(chosen, -0.01), top=first),
+            TokenLogprob(token=text[at + len(chosen):], logprob=-0.01)]
+
+
+def test_a_list_start_gives_p_non_empty_with_id_variants_pooled() -> None:
+    reply = {"judgements": [{"item_id": "C1", "reasoning": 'lists "ids": [x]', "ids": ["ctx_0"]}]}
+    top = [('"ctx_0"', math.log(0.7)), (' "', math.log(0.05)), ("]", math.log(0.2)), ("null", math.log(0.05))]
+    starts = item_list_starts(list_tokens(reply, "ids", top), ["ids"])
+    assert {name: start.token.token for name, start in starts.items()} == {("C1", "ids"): '"ctx_0"'}
+    # ids ("ctx_0", ' "') 0.75 against "]" 0.2; "null" reads neither way
+    assert nonempty_list_probabilities(starts[("C1", "ids")], Label.YES) == pytest.approx(
+        {Label.YES: 0.75 / 0.95, Label.NO: 0.2 / 0.95})
+    # an empty list chosen: the same softmax, read at its "]"
+    empty = {"judgements": [{"item_id": "C1", "reasoning": "none", "ids": []}]}
+    start = item_list_starts(list_tokens(empty, "ids", [("]", math.log(0.6)), ('"ctx_0"', math.log(0.3))]), ["ids"])
+    assert nonempty_list_probabilities(start[("C1", "ids")], Label.NO) == pytest.approx(
+        {Label.YES: 1 / 3, Label.NO: 2 / 3})
+
+
+def test_a_bracket_joined_to_the_next_token_is_read_after_the_bracket() -> None:
+    text = json.dumps({"claims": [{"item_id": "C1", "supporting_chunk_ids": ["ctx_0"]}]})
+    cut = text.index(' ["')
+    tokens = [TokenLogprob(token=text[:cut], logprob=-0.01),
+              TokenLogprob(token=' ["', logprob=math.log(0.6),
+                           top=[(' ["', math.log(0.6)), (" []", math.log(0.3)), (" null", math.log(0.1))]),
+              TokenLogprob(token=text[cut + 3:], logprob=-0.01)]
+    (start,) = item_list_starts(tokens, ["supporting_chunk_ids"]).values()
+    assert start.before == " ["
+    # " null" does not continue ' [' (another value): only the list's two readings count, 0.6 vs 0.3
+    assert nonempty_list_probabilities(start, Label.YES) == pytest.approx({Label.YES: 2 / 3, Label.NO: 1 / 3})
+
+
+def test_a_non_empty_list_that_misses_the_target_gets_no_probability() -> None:
+    reply = {"judgements": [{"item_id": "C1", "reasoning": "r", "ids": ["ctx_7"]}]}
+    tokens = list_tokens(reply, "ids", [('"ctx_7"', math.log(0.9)), ("]", math.log(0.1))])
+    (start,) = item_list_starts(tokens, ["ids"]).values()
+    assert nonempty_list_probabilities(start, Label.NO) is None  # the list is not empty, yet the label is no
+    assert nonempty_list_probabilities(start, Label.YES) == pytest.approx({Label.YES: 0.9, Label.NO: 0.1})
+    bare = TokenLogprob(token='"ctx_7"', logprob=-0.1)  # no alternatives: the chosen token alone would read 1
+    assert nonempty_list_probabilities(ListStart(bare, ""), Label.YES) is None
+
+
+def claim_check(target: str) -> Check:
+    return Check(kind=CheckKind.CLAIM_SUPPORTED, sample_id="s1", condition=NORMAL, subject_id="c1",
+                 subject_text="Curie won two Nobel Prizes", target_id=target, target_text=f"evidence {target}",
+                 question="What did Curie win?")
+
+
+def link_reply(request: ChatRequest) -> Reply:
+    output = {"judgements": [{"item_id": "C1", "reasoning": "stated", "ids": ["ctx_0"]}]}
+    top = [('"ctx_0"', math.log(0.8)), ("]", math.log(0.2))]
+    return Reply(output=output, logprobs=[(t.token, t.logprob, t.top) for t in list_tokens(output, "ids", top)])
+
+
+async def test_a_linked_verdict_with_one_target_carries_p_non_empty_over_http(openai_server: FakeOpenAIServer) -> None:
+    openai_server.builders["LinkJudgements"] = link_reply
+    (verdict,) = await llm_judge(openai_server, logprobs=True).judge(CheckKind.CLAIM_SUPPORTED, [claim_check("k1")])
+    assert verdict.label is Label.YES
+    assert verdict.probabilities == pytest.approx({Label.YES: 0.8, Label.NO: 0.2})
+    # two targets offered: P(ctx_1 in the list) is not one token's choice, so neither check gets a probability
+    both = await llm_judge(openai_server, logprobs=True).judge(CheckKind.CLAIM_SUPPORTED,
+                                                               [claim_check("k1"), claim_check("k2")])
+    assert [v.label for v in both] == [Label.YES, Label.NO]
+    assert [v.probabilities for v in both] == [None, None]
+
+
+async def test_a_combined_linked_field_with_one_chunk_carries_p_non_empty(openai_server: FakeOpenAIServer) -> None:
+    def combined(request: ChatRequest) -> Reply:
+        output = {"elements": [], "subqueries": [],
+                  "claims": [{"item_id": "C1", "reasoning": "r", "supporting_chunk_ids": [], "in_reference": "yes"}]}
+        top = [("]", math.log(0.7)), ('"ctx_0"', math.log(0.3))]
+        return Reply(output=output, logprobs=[(t.token, t.logprob, t.top)
+                                              for t in list_tokens(output, "supporting_chunk_ids", top)])
+
+    openai_server.builders["CombinedReferenceJudgements"] = combined
+    supported = claim_check("k1")
+    in_reference = Check(kind=CheckKind.CLAIM_IN_REFERENCE, sample_id="s1", condition=NORMAL, subject_id="c1",
+                         subject_text=supported.subject_text, target_id="reference",
+                         target_text="Curie won two Nobel Prizes", question=supported.question)
+    verdicts = {v.check_id: v for v in await llm_judge(openai_server, logprobs=True).judge_sample([supported,
+                                                                                                 in_reference])}
+    assert verdicts[supported.id].label is Label.NO
+    assert verdicts[supported.id].probabilities == pytest.approx({Label.YES: 0.3, Label.NO: 0.7})
+    assert verdicts[in_reference.id].probabilities is None  # its "yes" token carries no alternatives here

@@ -28,7 +28,7 @@ from ragcourt.runs.validity import WICE_STRICT, Suite, judge_checks, wice_checks
 from ragcourt.runs.validity_profile import CalibratedJudge
 from ragcourt.runs.validity_suite import profile_of, run_suite
 from ragcourt.runs.workspace import Workspace
-from ragcourt.schema import CheckKind, Label
+from ragcourt.schema import NORMAL, Check, CheckKind, Label, Verdict, VerdictStatus
 from ragcourt.schema.calibration import CalibrationProfile, ThresholdObjective
 from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec
 from ragcourt.stores.records import RecordStore
@@ -199,3 +199,27 @@ async def test_meta_eval_correlates_as_ragcheckers_script(tmp_path: Path) -> Non
     second = [float(p.annotations[1].overall) for p in pairs]
     assert sanity.pearson.value == pytest.approx(stats.pearsonr(first, second)[0])
     assert ("ragcourt", "lexical") in rows
+
+
+async def test_one_target_per_call_asks_each_paragraph_of_a_question_alone() -> None:
+    class Recording:
+        judge_id = "recording"
+
+        def __init__(self) -> None:
+            self.batches: list[list[str]] = []
+
+        async def judge(self, kind: CheckKind, checks: list[Check]) -> list[Verdict]:
+            self.batches.append([c.target_id for c in checks])
+            return [Verdict(check_id=c.id, judge_id=self.judge_id, status=VerdictStatus.OK, label=Label.NO)
+                    for c in checks]
+
+    checks = [Check(kind=CheckKind.SUBQUERY_IN_CHUNK, sample_id="q1", condition=NORMAL, subject_id="q1",
+                    subject_text="Who?", target_id=f"p{i}", target_text=f"paragraph {i}", question="Who?")
+              for i in range(3)]
+    together, alone = Recording(), Recording()
+    done: list[int] = []
+    await judge_checks(checks, [together])
+    verdicts = await judge_checks(checks, [alone], one_target_per_call=True, on_item=lambda: done.append(1))
+    assert together.batches == [["p0", "p1", "p2"]]
+    assert sorted(alone.batches) == [["p0"], ["p1"], ["p2"]]
+    assert len(verdicts) == 3 and done == [1]  # the question is done once, when its last paragraph is decided
