@@ -16,9 +16,14 @@ How it stays out of the app's way:
 - The handler's callbacks only copy references and count: no I/O, no LLM call, no waiting. It runs inline
   (`run_inline`), so an async app does not pay an executor hop per callback.
 - Every callback catches its own exceptions (counted as `handler_errors`): nothing raises into the app.
-- Evaluation runs in ONE background thread with its own event loop, whether the app is sync or async.
-  An asyncio task on the app's loop would share that loop with the app's requests (graph steps and
-  SQLite writes would delay them) and would not exist for a sync app; a thread serves both the same way.
+- Evaluation runs in a worker PROCESS (runs.live_process) fed through a pipe: graph steps, pydantic,
+  JSON, SQLite writes and the judge's HTTP client never hold the app's interpreter. In the app's process
+  a feeder thread pickles the captured requests into the pipe and a reader thread applies the worker's
+  events to the counts (and parses diagnostics only when `on_result` or a `stream()` reader wants them).
+  `worker="thread"` evaluates in one background thread of the app's process instead (its own event loop):
+  an asyncio task on the app's loop would delay the app's requests and would not exist for a sync app.
+  A thread costs the app a few % of latency (bench/live_overhead.py); it is what runs when you pass a
+  Telemetry or a LangSmithFeedback of your own, objects that live in your process (worker="auto").
 - The queue is bounded (`max_queue` waiting requests; `config.concurrency` more are evaluated at once).
   A sampled request that finds it full is dropped, counted, and logged (warning on the 1st, 10th, 100th,
   ... drop). `counts()` always adds up: see `LiveCounts.accounted`.
@@ -44,21 +49,21 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
-from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.runs.langsmith_feedback import LangSmithFeedback
-from ragcourt.runs.models import Models, eval_context
-from ragcourt.runs.runner import RunLock, Runner, RunPaths
+from ragcourt.runs.live_engine import CapturedRequest, LiveEngine
+from ragcourt.runs.live_process import WorkerProcess
+from ragcourt.runs.runner import RunLock, RunPaths
 from ragcourt.runs.telemetry import Telemetry
 from ragcourt.runs.workspace import Workspace
-from ragcourt.schema import Chunk, ConditionKind, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema import ConditionKind, SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import EvalConfig, Method, ReviewMode
-from ragcourt.systems import Precomputed, answer_text, chunks_from_documents
+from ragcourt.systems import answer_text, chunks_from_documents
 
 logger = logging.getLogger("ragcourt.live")
 
@@ -129,18 +134,6 @@ class LiveCounts(BaseModel):
                 f"{self.uncapturable} uncapturable")
 
 
-@dataclass(frozen=True)
-class CapturedRequest:
-    request_id: str
-    question: str
-    chunks: tuple[Chunk, ...]
-    answer: str
-
-    def sample(self) -> Sample:
-        return Sample(id=self.request_id, question=self.question, contexts=self.chunks, answer=self.answer,
-                      metadata={"source": "live"})
-
-
 @dataclass
 class _Subscriber:
     loop: asyncio.AbstractEventLoop
@@ -161,10 +154,12 @@ class LiveEvaluator:
 
     home / run_id: the workspace and run the diagnostics go to (the run directory is locked while open).
     sample_rate: share of requests evaluated, drawn with `seed`. max_queue: requests waiting at most.
-    on_result: called in the worker thread with each diagnostics; its exceptions are counted, not raised.
+    on_result: called in a thread of the evaluator with each diagnostics; its exceptions are counted, not raised.
     langsmith_feedback: the figures as LangSmith feedback on each request's run: None (default) while LangSmith
     tracing is on at start(), to $LANGSMITH_ENDPOINT; False never; or a LangSmithFeedback of your own client.
     telemetry: where the OpenTelemetry spans go; None (default): the config's or the environment's OTLP endpoint.
+    worker: "process" evaluates in a worker process, "thread" in a thread of the app's process; "auto" (default)
+    is "process" unless a Telemetry or LangSmithFeedback object of your own is given (it cannot cross processes).
     """
 
     def __init__(
@@ -182,6 +177,7 @@ class LiveEvaluator:
         answer_key: str | None = None,
         langsmith_feedback: LangSmithFeedback | bool | None = None,
         telemetry: Telemetry | None = None,
+        worker: Literal["auto", "process", "thread"] = "auto",
     ) -> None:
         if not 0.0 <= sample_rate <= 1.0:
             raise ValueError(f"sample_rate must be in [0, 1], got {sample_rate}")
@@ -210,11 +206,31 @@ class LiveEvaluator:
         self._feedback_choice, self._telemetry_choice = langsmith_feedback, telemetry
         self._feedback: LangSmithFeedback | None = None
         self._telemetry: Telemetry | None = None
+        own_objects = isinstance(langsmith_feedback, LangSmithFeedback) or telemetry is not None
+        if worker == "process" and own_objects:
+            raise ValueError("worker='process' cannot take a Telemetry or LangSmithFeedback object of your own "
+                             "(it lives in this process): use worker='thread' or 'auto'")
+        if worker not in ("auto", "process", "thread"):
+            raise ValueError(f"worker must be auto, process or thread, got {worker!r}")
+        self.worker = "thread" if worker == "thread" or (worker == "auto" and own_objects) else "process"
+        self._process: WorkerProcess | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> Self:
-        """Lock the run directory and start the worker thread (ready to evaluate when this returns)."""
+        """Lock the run directory and start the worker (ready to evaluate when this returns)."""
+        if self.worker == "process":
+            self._run_lock.__enter__()
+            try:
+                self._process = WorkerProcess.start(
+                    self, home=self.workspace.home, run_id=self.run_id, config=self.config, app_name=self.app_name,
+                    langsmith_feedback=self._feedback_choice is not False)
+            except BaseException as error:
+                self._run_lock.__exit__(None, None, None)
+                raise RuntimeError(f"live evaluator could not start: {error}") from error
+            with self._lock:
+                self._accepting = True
+            return self
         choice = self._feedback_choice
         if isinstance(choice, LangSmithFeedback) or choice is False:
             self._feedback = choice or None
@@ -237,15 +253,20 @@ class LiveEvaluator:
 
     def close(self, timeout: float = 10.0) -> LiveCounts:
         """Stop accepting, give pending work up to `timeout` seconds, drop (and count) the rest."""
-        if self._thread is None:
+        if self._thread is None and self._process is None:
             return self.counts()
         self.flush(timeout)
         with self._lock:
             self._accepting = False
-        if self._loop is not None and self._stopping is not None:
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        self._thread.join()
-        self._thread = None
+        if self._process is not None:
+            self._process.stop()  # its reader thread counts what was left (_worker_stopped)
+            self._process = None
+        else:
+            assert self._thread is not None
+            if self._loop is not None and self._stopping is not None:
+                self._loop.call_soon_threadsafe(self._stopping.set)
+            self._thread.join()
+            self._thread = None
         self._run_lock.__exit__(None, None, None)
         if self._telemetry is not None and self._telemetry_choice is None:  # its own: sends what is batched
             self._telemetry.shutdown()
@@ -291,7 +312,7 @@ class LiveEvaluator:
             if captured is None:
                 self._counts["uncapturable"] += 1
                 return False
-            if not self._accepting or self._loop is None:
+            if not self._accepting or (self._loop is None and self._process is None):
                 self._counts["dropped_closed"] += 1
                 return False
             if self._counts["queued"] >= self.max_queue:
@@ -302,10 +323,14 @@ class LiveEvaluator:
                                    self.max_queue, dropped)
                 return False
             self._counts["queued"] += 1
+            process = self._process
         try:
-            assert self._inbox is not None
-            self._loop.call_soon_threadsafe(self._inbox.put_nowait, captured)
-        except RuntimeError:  # the worker's loop closed between the check and the call
+            if process is not None:
+                process.send(captured)  # a put on an unbounded queue: the bound is the count above
+            else:
+                assert self._inbox is not None and self._loop is not None
+                self._loop.call_soon_threadsafe(self._inbox.put_nowait, captured)
+        except RuntimeError:  # the worker closed between the check and the call
             with self._lock:
                 self._counts["queued"] -= 1
                 self._counts["dropped_closed"] += 1
@@ -343,7 +368,42 @@ class LiveEvaluator:
                 if subscriber in self._subscribers:
                     self._subscribers.remove(subscriber)
 
-    # ------------------------------------------------------------------ the worker thread
+    # ------------------------------------------------------------------ the worker's events (either kind)
+
+    def _worker_started_one(self) -> None:
+        with self._lock:
+            self._counts["queued"] -= 1
+            self._counts["evaluating"] += 1
+
+    def _worker_feedback(self, posted: int | None) -> None:
+        self._count("feedback_errors" if posted is None else "feedback_posted", 1 if posted is None else posted)
+
+    def _worker_finished_one(self, ok: bool, diagnostics: SampleDiagnostics | Callable[[], SampleDiagnostics]) -> None:
+        """One evaluation ended; `diagnostics` is its record, or builds it (called only when someone reads it)."""
+        with self._lock:
+            self._counts["evaluating"] -= 1
+            self._counts["evaluated" if ok else "failed"] += 1
+            subscribers = list(self._subscribers)
+            self._idle.notify_all()
+        if self.on_result is not None or subscribers:
+            self._publish(diagnostics if isinstance(diagnostics, SampleDiagnostics) else diagnostics(), subscribers)
+
+    def _worker_stopped(self) -> None:
+        """The worker ended: what it had not evaluated is dropped at close; stream() readers end."""
+        with self._lock:
+            left = self._counts["queued"] + self._counts["evaluating"]
+            self._counts["dropped_at_close"] += left
+            self._counts["queued"] = self._counts["evaluating"] = 0
+            self._accepting = False
+            self._idle.notify_all()
+            subscribers, self._subscribers = self._subscribers, []
+            self._closed = True
+        if left:
+            logger.warning("live evaluation closed with %d request(s) not evaluated (dropped)", left)
+        for subscriber in subscribers:
+            _offer(subscriber, None, self)
+
+    # ------------------------------------------------------------------ the worker thread (worker="thread")
 
     def _thread_main(self) -> None:
         try:
@@ -354,85 +414,38 @@ class LiveEvaluator:
 
     async def _worker(self) -> None:
         try:
-            store = self.workspace.open_store()
-        except BaseException as error:  # noqa: BLE001 - start() reports it
-            self._startup_error = error
-            self._ready.set()
-            return
-        try:
-            models = Models(self.config, store)
-            context = eval_context(self.config, Precomputed(name=self.app_name), store, models, None, None)
             assert self._telemetry is not None
-            graph = build_sample_graph(wrap_node=self._telemetry.wrap_node)
-            runner = Runner(context, self.run_id, self.run_dir, telemetry=self._telemetry)
-            runner.register(dataset="live", system=self.app_name)
+            engine = LiveEngine(home=self.workspace.home, run_id=self.run_id, config=self.config,
+                                app_name=self.app_name, telemetry=self._telemetry, feedback=self._feedback)
             self._loop, self._inbox, self._stopping = asyncio.get_running_loop(), asyncio.Queue(), asyncio.Event()
         except BaseException as error:  # noqa: BLE001 - start() reports it
-            store.close()
             self._startup_error = error
             self._ready.set()
             return
         with self._lock:
             self._accepting = True
         self._ready.set()
-        consumers = [asyncio.create_task(self._consume(graph, runner)) for _ in range(self.config.concurrency)]
+        consumers = [asyncio.create_task(self._consume(engine)) for _ in range(self.config.concurrency)]
         try:
             await self._stopping.wait()
         finally:
             for task in consumers:
                 task.cancel()
             await asyncio.gather(*consumers, return_exceptions=True)
-            with self._lock:
-                left = self._counts["queued"] + self._counts["evaluating"]
-                self._counts["dropped_at_close"] += left
-                self._counts["queued"] = self._counts["evaluating"] = 0
-                self._idle.notify_all()
-                subscribers, self._subscribers = self._subscribers, []
-                self._closed = True
-            if left:
-                logger.warning("live evaluation closed with %d request(s) not evaluated (dropped)", left)
-            for subscriber in subscribers:
-                _offer(subscriber, None, self)
+            self._worker_stopped()
             # Cancelled evaluations may still be writing in executor threads: let them end first.
             await asyncio.get_running_loop().shutdown_default_executor()
-            store.close()
+            engine.close()
 
-    async def _consume(self, graph: Any, runner: Runner) -> None:
+    async def _consume(self, engine: LiveEngine) -> None:
         assert self._inbox is not None
         while True:
             captured = await self._inbox.get()
-            with self._lock:
-                self._counts["queued"] -= 1
-                self._counts["evaluating"] += 1
-            diagnostics = await self._evaluate(graph, runner, captured)
-            if self._feedback is not None:  # before it counts as evaluated, so flush() waits for it too
-                await self._post_feedback(self._feedback, diagnostics)
-            with self._lock:
-                self._counts["evaluating"] -= 1
-                self._counts["evaluated" if diagnostics.status is SampleStatus.OK else "failed"] += 1
-                subscribers = list(self._subscribers)
-                self._idle.notify_all()
-            self._publish(diagnostics, subscribers)
-
-    async def _evaluate(self, graph: Any, runner: Runner, captured: CapturedRequest) -> SampleDiagnostics:
-        sample = captured.sample()
-        try:
-            await runner.context.store.aput_samples(self.run_id, [sample])
-        except Exception as error:  # noqa: BLE001 - one request's failure is recorded; the worker goes on
-            return SampleDiagnostics(run_id=self.run_id, sample_id=sample.id, question=sample.question,
-                                     status=SampleStatus.FAILED, error=f"{type(error).__name__}: {error}")
-        diagnostics = await runner.evaluate_one(graph, sample)
-        assert diagnostics is not None, "live evaluation never interrupts (inline review is refused)"
-        return diagnostics
-
-    async def _post_feedback(self, feedback: LangSmithFeedback, diagnostics: SampleDiagnostics) -> None:
-        try:
-            posted = await asyncio.to_thread(feedback.post, diagnostics)
-        except Exception:  # noqa: BLE001 - LangSmith down or refusing: the evaluation stands, the miss is counted
-            self._count("feedback_errors")
-            logger.exception("live evaluation: LangSmith feedback on run %s failed", diagnostics.sample_id)
-        else:
-            self._count("feedback_posted", posted)
+            self._worker_started_one()
+            diagnostics = await engine.evaluate(captured)
+            if engine.feedback is not None:  # before it counts as evaluated, so flush() waits for it too
+                self._worker_feedback(await engine.post_feedback(diagnostics))
+            self._worker_finished_one(diagnostics.status is SampleStatus.OK, diagnostics)
 
     def _publish(self, diagnostics: SampleDiagnostics, subscribers: list[_Subscriber]) -> None:
         if self.on_result is not None:

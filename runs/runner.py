@@ -31,6 +31,7 @@ from langgraph.types import Command
 
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.nodes.state import EvalContext
+from ragcourt.runs.gc_policy import run_collection
 from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.schema import (
     NORMAL,
@@ -52,6 +53,7 @@ CHECKPOINTS_FILE = "checkpoints.sqlite"
 CONFIG_FILE = "config.json"
 
 
+RESUME_BATCH = 200  # finished samples' diagnostics read from the store at a time when a run resumes
 SHOWN_CHANGED = 10  # changed sample ids a refusal names, of however many
 
 
@@ -178,6 +180,7 @@ class Runner:
         """
         async with AsyncExitStack() as stack:
             stack.enter_context(self._lock())
+            stack.enter_context(run_collection())  # the GC policy of a run: runs.gc_policy
             stack.enter_context(self.telemetry.run_span(self.run_id, dataset=dataset,
                                                         system=system or self.context.system.name))
             async for diagnostics in self._stream(stack, samples, dataset, system, rescore, on_start):
@@ -218,18 +221,20 @@ class Runner:
             raise SamplesChangedError(self.run_id, changed, dataset)
         self.register(dataset=dataset, system=system)
         store.put_samples(self.run_id, samples)
-        completed = {} if rescore else {
-            d.sample_id: d for d in store.get_diagnostics(self.run_id) if d.status is SampleStatus.OK
-        }
+        # Ids only: a finished sample's record (mostly its alignment graph) is read when it is shown, a batch at a time.
+        completed = set() if rescore else store.finished_sample_ids(self.run_id)
         reopened = await asyncio.to_thread(self._with_transient_failures, samples, completed) if completed else set()
-        done = {sample_id: d for sample_id, d in completed.items() if sample_id not in reopened}
+        done = completed - reopened
         self._complete_stream(completed)
         if on_start is not None:
             on_start(ResumePlan(stored=tuple(s.id for s in samples if s.id in done),
                                 reopened=tuple(s.id for s in samples if s.id in reopened)))
-        for sample in samples:
-            if sample.id in done:
-                yield done[sample.id]
+        shown = [s.id for s in samples if s.id in done]
+        for start in range(0, len(shown), RESUME_BATCH):
+            batch = shown[start : start + RESUME_BATCH]
+            stored = {d.sample_id: d for d in await asyncio.to_thread(store.diagnostics_of_samples, self.run_id, batch)}
+            for sample_id in batch:
+                yield stored[sample_id]
         todo = [s for s in samples if s.id not in done]
         checkpointer = None
         if self.context.config.review_mode is ReviewMode.INLINE:
@@ -255,7 +260,7 @@ class Runner:
         stored = {s.id: s.content_hash for s in self.context.store.get_samples(self.run_id, [s.id for s in samples])}
         return [s.id for s in samples if s.id in stored and stored[s.id] != s.content_hash]
 
-    def _with_transient_failures(self, samples: Sequence[Sample], finished: dict[str, SampleDiagnostics]) -> set[str]:
+    def _with_transient_failures(self, samples: Sequence[Sample], finished: set[str]) -> set[str]:
         """Finished samples holding work a later try may mend: a verdict of this run's jury or an answer unscored
         for a transient reason, or a split the sample needed but was not given (a split is pinned to the run only
         when scored, and its failure leaves no record; one that failed for a lasting reason, a parse failure,
@@ -276,7 +281,7 @@ class Runner:
                 wanted.add(str(DecompositionKind.ELEMENTS))
             if wanted - pinned.get(sample.id, set()):
                 flagged.add(sample.id)
-        return flagged & finished.keys() & {sample.id for sample in samples}
+        return flagged & finished & {sample.id for sample in samples}
 
     async def evaluate_one(self, graph: Any, sample: Sample, resume: Any = None) -> SampleDiagnostics | None:
         """One sample through the graph; its failure is recorded, never raised. None when it stopped at an
@@ -327,7 +332,7 @@ class Runner:
             snapshot = await graph.aget_state(_thread(self.run_id, sample.id))
             return [i.value for task in snapshot.tasks for i in task.interrupts]
 
-    def _complete_stream(self, done: dict[str, SampleDiagnostics]) -> None:
+    def _complete_stream(self, done: set[str]) -> None:
         """A kill between a sample's commit and its line in diagnostics.jsonl leaves the line out, and one in
         the middle of the write leaves a torn last line: drop the torn line and add the finished samples the
         file lacks, so that it lists every finished sample. A kill before the rewrite that ends a run with
@@ -344,8 +349,9 @@ class Runner:
             listed = set(ids)
             if len(listed) < len(ids):
                 self._rewrite_stream(self._listed_ids())
-        for sample_id, diagnostics in done.items():
-            if sample_id not in listed:
+        missing = done - listed
+        if missing:  # read only the records the file lacks (a kill leaves few), in the order the store holds them
+            for diagnostics in self.context.store.diagnostics_of_samples(self.run_id, sorted(missing)):
                 self._append(diagnostics)
 
     def _listed_ids(self) -> list[str]:
@@ -354,13 +360,15 @@ class Runner:
         return [i for i in dict.fromkeys(_sample_id_of(line) for line in lines if line.strip()) if i is not None]
 
     def _rewrite_stream(self, sample_ids: Sequence[str]) -> None:
-        stored = {d.sample_id: d for d in self.context.store.get_diagnostics(self.run_id)}
         path = self.paths.diagnostics
         partial = path.with_name(path.name + ".partial")
         with partial.open("w", encoding="utf-8") as handle:
-            for sample_id in sample_ids:
-                if sample_id in stored:
-                    handle.write(_stream_line(stored[sample_id]))
+            for start in range(0, len(sample_ids), RESUME_BATCH):  # a batch of records in memory at a time
+                batch = sample_ids[start : start + RESUME_BATCH]
+                stored = {d.sample_id: d for d in self.context.store.diagnostics_of_samples(self.run_id, batch)}
+                for sample_id in batch:
+                    if sample_id in stored:
+                        handle.write(_stream_line(stored[sample_id]))
         os.replace(partial, path)  # a kill leaves the old file whole, never a half-written one
 
     def _append(self, diagnostics: SampleDiagnostics) -> None:

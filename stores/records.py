@@ -575,6 +575,16 @@ class RecordStore(RecordQueries, RecordCache):
         sql = f"SELECT {without} FROM diagnostics WHERE run_id = ? ORDER BY rowid"
         return self._records(SampleDiagnostics, sql, (run_id,))
 
+    def diagnostics_of_samples(self, run_id: str, sample_ids: Sequence[str]) -> list[SampleDiagnostics]:
+        """The diagnostics of `sample_ids` in the run (ordered as get_diagnostics within each slice of ids): a
+        resumed run reads the finished samples it shows a batch at a time, not every record with its graph at once."""
+        found: list[SampleDiagnostics] = []
+        for part in _slices(list(dict.fromkeys(sample_ids))):
+            sql = (f"SELECT payload FROM diagnostics WHERE run_id = ? AND sample_id IN ({_marks(part)}) "
+                   f"ORDER BY {_TABLES[SampleDiagnostics].order_by}")
+            found.extend(self._records(SampleDiagnostics, sql, [run_id, *part]))
+        return found
+
     def finished_sample_ids(self, run_id: str) -> set[str]:
         """Samples of the run whose diagnostics say OK; failed samples are not finished and run again."""
         sql = "SELECT sample_id FROM diagnostics WHERE run_id = ? AND status = ?"

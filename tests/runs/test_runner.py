@@ -114,6 +114,36 @@ async def test_a_finished_run_resumes_from_the_store_without_any_call(store: Rec
     assert coverage.mean == pytest.approx((1 + 1 / 3 + 0.6) / 3)
 
 
+async def test_a_resume_reads_finished_samples_in_batches_and_shows_them_whole(
+    store: RecordStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A resumed run reads the ids of finished samples, then their records a batch at a time (never every record
+    with its alignment graph at once); what it yields is the stored record, graph included."""
+    import ragcourt.runs.runner as runner_module
+
+    runner = Runner(make_context(store, fixture_config(), fixture_judges(), fixture_system()), "run-b",
+                    tmp_path / "run-b")
+    await collect(runner, SAMPLES.values())
+    stored = {d.sample_id: d for d in store.get_diagnostics("run-b")}
+    assert all(d.alignment_graph for d in stored.values())
+    monkeypatch.setattr(runner_module, "RESUME_BATCH", 2)
+    batches: list[list[str]] = []
+    read_batch = store.diagnostics_of_samples
+
+    def spy(run_id: str, sample_ids):
+        batches.append(list(sample_ids))
+        return read_batch(run_id, sample_ids)
+
+    def whole_run(*args, **kwargs):
+        raise AssertionError("a resume must not read every finished record at once")
+
+    monkeypatch.setattr(store, "diagnostics_of_samples", spy)
+    monkeypatch.setattr(store, "get_diagnostics", whole_run)
+    again = await collect(runner, SAMPLES.values())
+    assert batches == [["s1", "s2"], ["s3"]]
+    assert again == [stored["s1"], stored["s2"], stored["s3"]]
+
+
 async def test_a_resume_repairs_the_stream_file_a_kill_left_short_or_torn(store: RecordStore, tmp_path: Path) -> None:
     """kill -9 between a sample's commit and its line leaves the line out; in the middle of the write it leaves
     a torn line. The next run of the same id lists every finished sample once again, without asking anyone."""

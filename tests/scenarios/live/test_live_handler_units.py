@@ -6,6 +6,7 @@ The jury here is the lexical baseline (no LLM), so these run offline and fast.
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 from langchain_core.documents import Document
@@ -121,6 +122,32 @@ def test_submit_without_langchain_and_drops_after_close(tmp_path) -> None:
     assert not live.submit("late question", DOCS, "late answer")  # closed: dropped and counted, not raised
     counts = live.counts()
     assert (counts.requests, counts.evaluated, counts.dropped_closed) == (2, 1, 1) and counts.accounted
+
+
+@pytest.mark.parametrize("worker", ["process", "thread"])
+def test_both_workers_evaluate_the_same_and_account_for_each_request(tmp_path, worker) -> None:
+    results = []
+    with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker=worker, on_result=results.append) as live:
+        for _ in range(3):
+            make_app().invoke("How long is the warranty?", config={"callbacks": [live.handler]})
+        assert live.flush(timeout=60)
+        if worker == "process":  # the app's process only counts: the evaluation ran elsewhere
+            assert live._process is not None and live._process.process.pid != os.getpid()
+    counts = live.counts()
+    assert (counts.requests, counts.evaluated, counts.failed, counts.queued, counts.evaluating) == (3, 3, 0, 0, 0)
+    assert counts.accounted and live.worker == worker
+    with RecordStore(tmp_path / "store.sqlite") as store:
+        assert sorted(d.sample_id for d in store.get_diagnostics("r")) == sorted(d.sample_id for d in results)
+    assert all(d.metric("completeness") is not None for d in results)
+
+
+def test_a_worker_process_cannot_take_objects_of_this_process(tmp_path) -> None:
+    from ragcourt.runs.telemetry import Telemetry
+
+    with pytest.raises(ValueError, match="worker='process' cannot take a Telemetry"):
+        LiveEvaluator(home=tmp_path, worker="process", telemetry=Telemetry.configured(None))
+    assert LiveEvaluator(home=tmp_path, telemetry=Telemetry.configured(None)).worker == "thread"  # auto
+    assert LiveEvaluator(home=tmp_path).worker == "process"
 
 
 def test_live_config_refuses_what_live_traffic_cannot_have() -> None:
