@@ -378,6 +378,13 @@ def part_report(home: Path, run_id: str) -> dict[str, Any]:
     return {"summary_s": summary_s, "report_collect_s": collect_s, "peak_mb": peak_memory_mb()}
 
 
+def store_mb(home: Path) -> str:
+    """The store on disk: the SQLite file plus its write-ahead log (and shared-memory index) when present."""
+    files = [home / f"store.sqlite{suffix}" for suffix in ("", "-wal", "-shm")]
+    sizes = {f.name: f.stat().st_size / 1e6 for f in files if f.exists()}
+    return f"{sum(sizes.values()):.1f} MB (" + ", ".join(f"{name} {mb:.1f}" for name, mb in sizes.items()) + ")"
+
+
 def scale(args: argparse.Namespace) -> None:
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as folder, sim_server(0.0) as sim:
@@ -386,17 +393,22 @@ def scale(args: argparse.Namespace) -> None:
         first = _in_subprocess("llm", str(home), str(args.rerun_samples), sim.base_url, batching)
         print(f"{args.rerun_samples} samples, LLM judge + decomposer ({batching}), zero-latency server: "
               f"{first['wall_s']:.1f} s = {first['samples_per_s']:.1f} samples/s, {sim.stats()['requests']} calls, "
-              f"peak {first['peak_mb']:.0f} MB")
+              f"peak {first['peak_mb']:.0f} MB; store on disk {store_mb(home)}")
         sim.reset()
         again = _in_subprocess("llm", str(home), str(args.rerun_samples), sim.base_url, batching)
         print(f"re-run of that unchanged run: {sim.stats()['requests']} LLM calls, {again['wall_s']:.2f} s in the "
               f"run call ({again['process_s'] - again['prepare_s']:.1f} s including the process start and imports, "
               f"not counting the {again['prepare_s']:.1f} s the benchmark takes to build its samples), "
-              f"peak {again['peak_mb']:.0f} MB")
+              f"peak {again['peak_mb']:.0f} MB (the resume's own process); store on disk {store_mb(home)}")
         lexical_home = Path(folder) / "lexical"
         lexical = _in_subprocess("lexical", str(lexical_home), str(args.lexical_samples))
         print(f"{args.lexical_samples} samples, lexical judge: {lexical['wall_s']:.1f} s = "
-              f"{lexical['samples_per_s']:.1f} samples/s, peak {lexical['peak_mb']:.0f} MB")
+              f"{lexical['samples_per_s']:.1f} samples/s, peak {lexical['peak_mb']:.0f} MB; store on disk "
+              f"{store_mb(lexical_home)}")
+        resumed = _in_subprocess("lexical", str(lexical_home), str(args.lexical_samples))
+        print(f"re-run of that unchanged lexical run (no LLM configured): {resumed['wall_s']:.2f} s "
+              f"in the run call, peak {resumed['peak_mb']:.0f} MB (the resume's own process); store on disk "
+              f"{store_mb(lexical_home)}")
         report = _in_subprocess("report", str(lexical_home), "scale-lexical")
         print(f"report queries over that store: summarize {report['summary_s']:.2f} s, "
               f"report data (collect) {report['report_collect_s']:.2f} s")
