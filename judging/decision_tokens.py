@@ -50,14 +50,7 @@ def decision_token(tokens: Sequence[TokenLogprob]) -> TokenLogprob | None:
     matches = list(_DECISION_KEY.finditer(text))
     if not matches:
         return None
-    value_at = matches[-1].end()
-    offset = 0
-    for token in tokens:
-        end = offset + len(token.token)
-        if end > value_at and token.token.strip(_JSON_PUNCTUATION):
-            return token
-        offset = end
-    return None
+    return _token_at(tokens, matches[-1].end())
 
 
 def _label_logprobs(token: TokenLogprob, label_of: Callable[[str], Label | None]) -> dict[Label, float] | None:
