@@ -52,6 +52,8 @@ def build_sample_graph(
     graph.add_node(HUMAN_REVIEW, wrap(HUMAN_REVIEW, human_review))
     graph.add_node(SCORE, wrap(SCORE, score))
 
+    # The routes are coroutines: LangGraph runs a plain function of an async graph in a thread, a hop per
+    # route and sample for a few microseconds of work.
     graph.add_edge(START, RETRIEVE)
     graph.add_edge(RETRIEVE, ANSWER)
     graph.add_conditional_edges(ANSWER, route_splits, [SPLIT_INPUTS, SPLIT_ANSWERS])

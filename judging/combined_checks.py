@@ -33,45 +33,38 @@ MAX_REPLY_ITEMS = 30
 longer batches are cut into as few calls as fit (`split_for_reply`)."""
 
 
+# Each field's check is said in the prompt's tasks, and what an entry holds ("item_id" as shown, "reasoning", null
+# if not asked, an empty id list) once in its reply rules: a description is sent per field, in every call, so
+# here it only shows an id's form (the ids a list takes).
 class ElementCheck(BaseModel):
-    item_id: str = Field(description="the element's id exactly as shown (e.g. E1)")
-    reasoning: str = Field(description="one or two sentences of evidence, written before the decisions")
-    in_context: YesNo | None = Field(default=None, description="is the element in the retrieved context; null if not asked")
-    in_answer: YesNo | None = Field(default=None, description="is the element in the answer; null if not asked")
+    item_id: str = Field(description="e.g. E1")
+    reasoning: str
+    in_context: YesNo | None = None
+    in_answer: YesNo | None = None
 
 
 class SubqueryCheck(BaseModel):
-    item_id: str = Field(description="the sub-query's id exactly as shown (e.g. Q1)")
-    reasoning: str = Field(description="one or two sentences of evidence, written before the decisions")
-    chunk_ids: list[str] | None = Field(
-        default=None, description="ids of the chunks (e.g. ctx_0) that answer it; null if not asked"
-    )
-    answered: YesNo | None = Field(default=None, description="do the claims answer it fully; null if not asked")
+    item_id: str = Field(description="e.g. Q1")
+    reasoning: str
+    chunk_ids: list[str] | None = Field(default=None, description="chunk ids, e.g. ctx_0")
+    answered: YesNo | None = None
 
 
 class ClaimCheck(BaseModel):
-    item_id: str = Field(description="the claim's id exactly as shown (e.g. C1)")
-    reasoning: str = Field(description="one or two sentences of evidence, written before the decisions")
-    supporting_chunk_ids: list[str] | None = Field(
-        default=None, description="ids of the chunks (e.g. ctx_0) that support it; null if not asked"
-    )
-    served_subquery_ids: list[str] | None = Field(
-        default=None, description="ids of the sub-queries (e.g. Q1) it serves; null if not asked"
-    )
+    item_id: str = Field(description="e.g. C1")
+    reasoning: str
+    supporting_chunk_ids: list[str] | None = Field(default=None, description="chunk ids, e.g. ctx_0")
+    served_subquery_ids: list[str] | None = Field(default=None, description="sub-query ids, e.g. Q1")
 
 
 # The reference-side fields (method reference) live in their own reply model and prompt, so a batch without
-# those kinds sends the same request as before they existed (same schema, prompt and cache key).
+# those kinds sends the same request as one of a run without method reference.
 class ElementChunksCheck(ElementCheck):
-    chunk_ids: list[str] | None = Field(
-        default=None, description="ids of the chunks (e.g. ctx_0) that state it; null if not asked"
-    )
+    chunk_ids: list[str] | None = Field(default=None, description="chunk ids, e.g. ctx_0")
 
 
 class ClaimReferenceCheck(ClaimCheck):
-    in_reference: YesNo | None = Field(
-        default=None, description="does the reference answer support the claim; null if not asked"
-    )
+    in_reference: YesNo | None = None
 
 
 # The yes / no fields of a combined reply, by the check kind they decide (the others are lists of linked ids).
@@ -136,7 +129,8 @@ def _shown(prefix: str, pairs: Sequence[tuple[str, str]], start: int = 1) -> dic
 
 
 def _block(shown: dict[str, tuple[str, str]], label: str) -> str:
-    return "\n\n".join(f"[{sid}] {untrusted(text, label)}" for sid, (_, text) in shown.items())
+    # One line apart, not a blank one: each block ends at its end marker, and the next id starts a line.
+    return "\n".join(f"[{sid}] {untrusted(text, label)}" for sid, (_, text) in shown.items())
 
 
 def context_segments(context: str, chunk_texts: Sequence[str]) -> list[str] | None:
@@ -197,7 +191,7 @@ def render_combined(checks: Sequence[Check], *, answered_from_links: bool = Fals
         evidence.append("Answer:\n" + "\n\n".join(untrusted(t, "ANSWER") for _, t in answers))
     for _, reference in references:  # one: a sample has one reference (as its frozen elements, one a line)
         if reference.splitlines() == [text for _, text in elements.values()]:  # sent once, as the elements
-            evidence.append("Reference answer: the elements of the reference answer listed below, taken together.")
+            evidence.append("Reference answer: its elements, listed below, taken together.")
         else:
             evidence.append("Reference answer (its elements):\n" + untrusted(reference, "REFERENCE"))
     if claim_sets:  # seed 002 3.4.2: each sub-query is judged on its own related claims R(q), shown with it

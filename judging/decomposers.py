@@ -81,15 +81,12 @@ class JointSplit(BaseModel):
     """The splits of one sample asked in one call (batching joint, prompt split_joint): a split not asked, or
     left out by the model, is null."""
 
-    query_type: QueryType | None = Field(
-        default=None, description="single_focus, multi_aspect or multi_step; null if sub-queries are not asked")
-    sub_queries: list[str] | None = Field(
-        default=None, description="the question itself for single_focus, else one self-contained sub-query each; "
-        "null if not asked")
-    elements: list[str] | None = Field(
-        default=None, description="elements of the reference answer, one fact or condition each; null if not asked")
-    claims: list[str] | None = Field(
-        default=None, description="atomic claims of the answer, self-contained; null if not asked")
+    # No descriptions: what each field holds, its order and "null if not asked" are the prompt's tasks and rules,
+    # said there once (a description is sent per field, in every call).
+    query_type: QueryType | None = None
+    sub_queries: list[str] | None = None
+    elements: list[str] | None = None
+    claims: list[str] | None = None
 
 
 @dataclass(frozen=True)

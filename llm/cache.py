@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
 # Bump when the key material or the stored value format changes, so old entries are not misread.
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2  # 2: the key hashes the output schema as sent
 
 
 @runtime_checkable
@@ -76,16 +76,17 @@ def cache_key(
     model_id: str,
     params: Mapping[str, Any],
     messages: Sequence[BaseMessage],
-    schema: type[BaseModel],
+    schema: Mapping[str, Any],
     method: str,
 ) -> str:
-    """sha256 hex of everything that decides a model's answer. Never an API key."""
+    """sha256 hex of everything that decides a model's answer. Never an API key. `schema`: the output schema as
+    the request carries it (its name and the JSON schema sent), so a change in how it is sent asks again."""
     material = {
         "version": CACHE_FORMAT_VERSION,
         "model_id": model_id,
         "params": dict(params),
         "messages": [_message_material(m) for m in messages],
-        "schema": schema_json(schema),
+        "schema": dict(schema),
         "method": method,
     }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)

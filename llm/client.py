@@ -23,7 +23,6 @@ span around the whole call, told its result; otherwise the hook costs one contex
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import time
 from collections.abc import Sequence
@@ -33,11 +32,10 @@ from typing import Any, Generic, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragcourt.llm import openai_wire
-from ragcourt.llm.cache import LLMCache, cache_key, schema_json
+from ragcourt.llm.cache import LLMCache, cache_key
 from ragcourt.llm.failures import cause_of
 from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.llm.observer import CALL_OBSERVER
@@ -49,6 +47,7 @@ from ragcourt.llm.retry import (
     call_with_retries,
     is_timeout,
 )
+from ragcourt.llm.sent_schema import openai_tool, sent_schema
 from ragcourt.llm.spec import StructuredMethod
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.schema import TokenUsage, UnscoredReason, VerdictStatus
@@ -86,12 +85,6 @@ class _Exchange:
     error: BaseException | None = None
     cached: bool = False
     attempts: int = 0
-
-
-@functools.cache
-def openai_tool(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema as an OpenAI tool, made once per class (see cache.schema_json). Do not mutate it."""
-    return convert_to_openai_tool(schema)
 
 
 def output_schema_name(schema: type[BaseModel]) -> str:
@@ -206,7 +199,10 @@ def _repair_request(problem: str) -> HumanMessage:
 
 
 def _with_json_mode_instruction(messages: list[BaseMessage], schema: type[BaseModel]) -> list[BaseMessage]:
-    instruction = f"{JSON_MODE_INSTRUCTION}\n{json.dumps(schema.model_json_schema(), ensure_ascii=False)}"
+    # Compact separators too: here the schema is message text, every space of it sent (a tool's or json_schema's
+    # JSON is laid out by the HTTP client).
+    schema_text = json.dumps(sent_schema(schema), ensure_ascii=False, separators=(",", ":"))
+    instruction = f"{JSON_MODE_INSTRUCTION}\n{schema_text}"
     if messages and isinstance(messages[0], SystemMessage) and isinstance(messages[0].content, str):
         # Merge rather than add a second system message: some local chat templates allow only one.
         return [SystemMessage(content=f"{messages[0].content}\n\n{instruction}"), *messages[1:]]
@@ -240,9 +236,8 @@ class LLMClient:
         self._retry = retry
 
     def cache_key(self, messages: Sequence[BaseMessage], schema: type[BaseModel]) -> str:
-        return cache_key(
-            model_id=self.model_id, params=self.params, messages=messages, schema=schema, method=self.method
-        )
+        sent = {"name": output_schema_name(schema), "schema": sent_schema(schema)}
+        return cache_key(model_id=self.model_id, params=self.params, messages=messages, schema=sent, method=self.method)
 
     async def structured_call(self, messages: Sequence[BaseMessage], schema: type[T]) -> StructuredResult[T]:
         if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
@@ -298,7 +293,7 @@ class LLMClient:
             kwargs = {"tools": [openai_tool(schema)], "tool_choice": {"type": "function", "function": {"name": name}}}
         elif self.method is StructuredMethod.JSON_SCHEMA:
             kwargs = {"response_format": {
-                "type": "json_schema", "json_schema": {"name": name, "schema": schema_json(schema), "strict": False},
+                "type": "json_schema", "json_schema": {"name": name, "schema": sent_schema(schema), "strict": False},
             }}
         else:
             kwargs = {"response_format": {"type": "json_object"}}

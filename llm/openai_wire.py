@@ -6,10 +6,9 @@ ChatOpenAI holds (timeouts, headers and error types are the SDK's). What is skip
 layer, its message objects for the reply and the thread hop it makes per call to build them; with LangSmith
 tracing on, calls take the LangChain path so the traces keep them.
 
-A reply body that is not a chat completion (not JSON, cut short, or JSON of another shape: the SDK hands
-those back as a str, a list or an empty model rather than raising) raises `MalformedResponseError`, which
-the client retries as a server fault; a completion whose content fails the output schema is the model's
-answer and is returned as it is.
+A reply body that is not a chat completion (not JSON, cut short, or JSON of another shape) raises
+`MalformedResponseError`, which the client retries as a server fault; a completion whose content fails the
+output schema is the model's answer and is returned as it is.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from typing import Any, TypeGuard
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
 from langsmith.utils import tracing_is_enabled
-from openai.types.chat import ChatCompletion
 
 from ragcourt.llm.reply import ModelReply, filtered_refusal, token_logprobs
 from ragcourt.llm.retry import MalformedResponseError
@@ -44,24 +42,26 @@ def request_body(model: ChatOpenAI, messages: Sequence[BaseMessage], kwargs: dic
     return body
 
 
-async def post(model: ChatOpenAI, body: dict[str, Any]) -> ChatCompletion:
+async def post(model: ChatOpenAI, body: dict[str, Any]) -> dict[str, Any]:
+    """The reply's JSON. The SDK hands back the body's bytes (`cast_to=bytes`): building its reply model
+    cost more than reading the few fields used here."""
+    content = await model.root_async_client.post(CHAT_COMPLETIONS_PATH, body=body, cast_to=bytes)
     try:
-        completion: object = await model.root_async_client.post(CHAT_COMPLETIONS_PATH, body=body,
-                                                                cast_to=ChatCompletion)
-    except json.JSONDecodeError as error:
+        completion: object = json.loads(content)
+    except ValueError as error:
         raise MalformedResponseError(f"the reply body is not JSON ({error})") from error
     if not _is_completion(completion):
         preview = repr(completion)
         preview = preview if len(preview) <= _PREVIEW_CHARS else f"{preview[:_PREVIEW_CHARS]}..."
         raise MalformedResponseError(f"the reply body is not a chat completion with a choice: {preview}")
-    assert isinstance(completion, ChatCompletion)
     return completion
 
 
-def _is_completion(reply: object) -> bool:
-    """The SDK builds its models without validating them (`construct`): check the one part every reply has."""
-    choices = getattr(reply, "choices", None) if isinstance(reply, ChatCompletion) else None
-    return isinstance(choices, list) and bool(choices) and getattr(choices[0], "message", None) is not None
+def _is_completion(reply: object) -> TypeGuard[dict[str, Any]]:
+    """The part every chat completion has: a first choice with a message."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    return (isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict)
+            and isinstance(choices[0].get("message"), dict))
 
 
 def _tool_arguments(text: str) -> str:
@@ -72,22 +72,23 @@ def _tool_arguments(text: str) -> str:
         return text
 
 
-def reply_from_completion(completion: ChatCompletion) -> ModelReply:
-    choice = completion.choices[0] if completion.choices else None
-    message = choice.message if choice is not None else None
-    raw_text = ""
-    if message is not None and message.tool_calls:
-        function = getattr(message.tool_calls[0], "function", None)
-        raw_text = _tool_arguments(function.arguments or "") if function is not None else ""
-    elif message is not None:
-        raw_text = message.content or ""
-    finish_reason = choice.finish_reason if choice is not None else None
-    usage = completion.usage
+def reply_from_completion(completion: dict[str, Any]) -> ModelReply:
+    """What `post` returned, as the client's reply: the first choice's tool call arguments or content."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    tool_calls = message.get("tool_calls") or ()
+    if tool_calls:
+        function = tool_calls[0].get("function") if isinstance(tool_calls[0], dict) else None
+        raw_text = _tool_arguments(function.get("arguments") or "") if isinstance(function, dict) else ""
+    else:
+        raw_text = message.get("content") or ""
+    finish_reason = choice.get("finish_reason")
+    usage = completion.get("usage") or {}
     return ModelReply(
         raw_text=raw_text,
-        refusal=filtered_refusal(message.refusal if message is not None else None, finish_reason, raw_text),
+        refusal=filtered_refusal(message.get("refusal"), finish_reason, raw_text),
         finish_reason=finish_reason,
-        prompt_tokens=usage.prompt_tokens if usage else 0,
-        completion_tokens=usage.completion_tokens if usage else 0,
-        logprobs=token_logprobs(choice.logprobs.model_dump()) if choice is not None and choice.logprobs else None,
+        prompt_tokens=usage.get("prompt_tokens") or 0,
+        completion_tokens=usage.get("completion_tokens") or 0,
+        logprobs=token_logprobs(choice.get("logprobs")),
     )

@@ -22,6 +22,8 @@ from ragcourt.schema import (
     Condition,
     ConditionKind,
     Label,
+    Sample,
+    SubQuery,
     VerdictStatus,
     WholeTarget,
 )
@@ -51,21 +53,39 @@ def build_checks(state: SampleState, config: EvalConfig) -> list[Check]:
     return list(_checks(state, config))
 
 
+class _CheckMaker:
+    """Builds one sample's checks: what every check of the sample shares is given once."""
+
+    def __init__(self, sample: Sample) -> None:
+        self.sample = sample
+
+    def __call__(self, kind: CheckKind, condition: Condition, subject: tuple[str, str], target: tuple[str, str],
+                 **extra: Unpack[_CheckExtra]) -> Check:
+        # The history joins a check only where its prompt shows it, so a sample without history, and every
+        # other kind, keeps its check ids (and its stored verdicts).
+        sample = self.sample
+        history = sample.history if kind in HISTORY_KINDS else ()
+        return Check(kind=kind, sample_id=sample.id, condition=condition, subject_id=subject[0],
+                     subject_text=subject[1], target_id=target[0], target_text=target[1],
+                     question=sample.question, history=history, **extra)
+
+
+def _sufficiency_checks(check: _CheckMaker, sq: SubQuery,
+                        relevant: dict[str, tuple[tuple[Claim, ...], ...]]) -> Iterator[Check]:
+    """Sub-query q's sufficiency checks, one per claim set R(q) (none when no claim serves q: not covered,
+    nothing to ask)."""
+    for related in relevant.get(sq.id, ()):
+        joined = claims_target_text(c.text for c in related)
+        yield check(CheckKind.SUBQUERY_ANSWERED, NORMAL, (sq.id, sq.text), (WholeTarget.CLAIMS, joined))
+
+
 def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
     sample = state["sample"]
     retrievals, answers = state.get("retrievals", {}), state.get("answers", {})
     normal = retrievals.get(NORMAL.key)
     answer = answers.get(NORMAL.key)
     answered = answer is not None and answer.status is VerdictStatus.OK
-
-    def check(kind: CheckKind, condition: Condition, subject: tuple[str, str], target: tuple[str, str],
-              **extra: Unpack[_CheckExtra]) -> Check:
-        # The history joins a check only where its prompt shows it, so a sample without history, and every
-        # other kind, keeps its check ids (and its stored verdicts).
-        history = sample.history if kind in HISTORY_KINDS else ()
-        return Check(kind=kind, sample_id=sample.id, condition=condition, subject_id=subject[0],
-                     subject_text=subject[1], target_id=target[0], target_text=target[1],
-                     question=sample.question, history=history, **extra)
+    check = _CheckMaker(sample)
 
     if Method.ELEMENTS in config.methods:
         for element in state.get("elements", ()):
@@ -83,9 +103,7 @@ def _checks(state: SampleState, config: EvalConfig) -> Iterator[Check]:
         for sq in subqueries:
             for chunk in chunks:
                 yield check(CheckKind.SUBQUERY_IN_CHUNK, NORMAL, (sq.id, sq.text), (chunk.id, chunk.text))
-            for related in relevant.get(sq.id, ()):  # none when no claim serves q: not covered, nothing to ask
-                joined = claims_target_text(c.text for c in related)
-                yield check(CheckKind.SUBQUERY_ANSWERED, NORMAL, (sq.id, sq.text), (WholeTarget.CLAIMS, joined))
+            yield from _sufficiency_checks(check, sq, relevant)
         for claim in claims:
             for chunk in chunks:
                 yield check(CheckKind.CLAIM_SUPPORTED, NORMAL, (claim.id, claim.text), (chunk.id, chunk.text))
@@ -156,19 +174,32 @@ def sufficiency_sets(state: SampleState) -> dict[str, tuple[tuple[Claim, ...], .
     return sets
 
 
+def unplanned_sufficiency_checks(state: SampleState, config: EvalConfig) -> list[Check]:
+    """The sufficiency checks on R(q) not planned yet, once the serve checks are decided (none before)."""
+    relevant = sufficiency_sets(state) if Method.QCARE in config.methods else None
+    if relevant is None:
+        return []
+    known, check = state.get("checks", {}), _CheckMaker(state["sample"])
+    # Only the sufficiency checks are built: this runs after every reconciliation, and in its route.
+    return [c for sq in state.get("subqueries", ()) for c in _sufficiency_checks(check, sq, relevant)
+            if c.id not in known]
+
+
 def sufficiency_due(state: SampleState, config: EvalConfig) -> bool:
     """Whether the serve checks are decided and some sufficiency check on R(q) is not planned yet."""
-    if Method.QCARE not in config.methods or sufficiency_sets(state) is None:
-        return False
-    known = state.get("checks", {})
-    return any(c.kind is CheckKind.SUBQUERY_ANSWERED and c.id not in known for c in build_checks(state, config))
+    return bool(unplanned_sufficiency_checks(state, config))
+
+
+async def record_checks(ctx: EvalContext, state: SampleState, checks: Sequence[Check]) -> None:
+    """Store newly planned checks and link them to the run's sample."""
+    if checks:
+        await ctx.store.aput(*checks)
+        await asyncio.to_thread(ctx.store.link_checks, state["run_id"], state["sample"].id, [c.id for c in checks])
 
 
 async def plan_checks(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx = runtime.context
     known = state.get("checks", {})
     new = [c for c in build_checks(state, ctx.config) if c.id not in known]
-    if new:
-        await ctx.store.aput(*new)
-        await asyncio.to_thread(ctx.store.link_checks, state["run_id"], state["sample"].id, [c.id for c in new])
+    await record_checks(ctx, state, new)
     return {"checks": {c.id: c for c in new}}

@@ -23,7 +23,7 @@ from ragcourt.schema import (
 from ragcourt.schema.config import Batching, Method
 
 
-def route_splits(state: SampleState, runtime: Runtime[EvalContext]) -> list[str]:
+async def route_splits(state: SampleState, runtime: Runtime[EvalContext]) -> list[str]:
     """After the answers: their claims and, on the first pass, the question and reference too. Both in one
     superstep, so neither LLM round waits for the other (LangGraph runs a step's nodes concurrently and the
     next step after all of them); the loose pass has inputs split already. Batching joint: the first pass's

@@ -19,7 +19,7 @@ from ragcourt.schema import Check, CheckKind, Verdict, reusable
 from ragcourt.schema.config import Batching
 
 
-def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | str:
+async def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | str:
     """Conditional edge after planning: one Send per judge and batch of pending checks."""
     verdicts = state.get("verdicts", {})
     batches: dict[tuple[CheckKind, str], list[Check]] = defaultdict(list)

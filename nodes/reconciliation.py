@@ -11,12 +11,13 @@ from langgraph.runtime import Runtime
 
 from ragcourt.judging.reconciliation import reconcile_check, reconcile_weighted
 from ragcourt.metrics.elements import coverage_of, needs_loose
-from ragcourt.nodes.check_planner import sufficiency_due
+from ragcourt.nodes.check_planner import record_checks, sufficiency_due, unplanned_sufficiency_checks
 from ragcourt.nodes.names import HUMAN_REVIEW, PLAN_CHECKS, RETRIEVE, SCORE
 from ragcourt.nodes.state import EvalContext, SampleState, verdict_key
 from ragcourt.schema import (
     LOOSE,
     NORMAL,
+    Check,
     CheckKind,
     Reconciled,
 )
@@ -33,28 +34,52 @@ def normal_coverage(state: SampleState, reconciled: dict[str, Reconciled]) -> fl
 
 
 async def reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
-    ctx, run_id = runtime.context, state["run_id"]
+    ctx = runtime.context
+    earlier = state.get("reconciled", {})
+    decided = await _decide(ctx, state, list(state.get("checks", {}).values()), earlier)
+    update: SampleState = {}
+    # Batching joint: the judge's one reply also judged each sub-query's sufficiency on the claims it found to
+    # serve it. Where R(q) is known now and every judge already gave a check on it a verdict, that check is
+    # planned and decided here: no planning and reconciliation round of its own (the route finds it planned).
     verdicts = state.get("verdicts", {})
-    # check id -> newest review, read for this sample's checks only (a run's reviews grow with its samples)
-    stored = await asyncio.to_thread(ctx.store.latest_reviews, run_id, list(state.get("checks", {})))
+    answered = [c for c in unplanned_sufficiency_checks({**state, "reconciled": {**earlier, **decided}}, ctx.config)
+                if all(verdict_key(c.id, j.judge_id) in verdicts for j in ctx.judges)]
+    if answered:
+        await record_checks(ctx, state, answered)
+        decided.update(await _decide(ctx, state, answered, {}))
+        update["checks"] = {c.id: c for c in answered}
+    if decided:
+        await ctx.store.aput(*decided.values())
+    update["reconciled"] = decided
+    if (Method.ELEMENTS in ctx.config.methods and not state.get("loose_requested")
+            and needs_loose(normal_coverage(state, {**earlier, **decided}), ctx.config.loose_coverage_threshold)):
+        update["loose_requested"] = True
+    return update
+
+
+async def _decide(ctx: EvalContext, state: SampleState, checks: list[Check],
+                  earlier: dict[str, Reconciled]) -> dict[str, Reconciled]:
+    """The jury's decision on each of `checks` not decided in `earlier`, and on each with a review."""
+    run_id, verdicts = state["run_id"], state.get("verdicts", {})
+    # check id -> newest review, read for these checks only (a run's reviews grow with its samples)
+    stored = await asyncio.to_thread(ctx.store.latest_reviews, run_id, [c.id for c in checks])
     reviews = {**stored, **state.get("reviews", {})}
     decided = {}
-    for check in state.get("checks", {}).values():
+    for check in checks:
+        if check.id in earlier and check.id not in reviews:
+            # Decided in an earlier round of this sample, and nobody reviewed it since: a check's verdicts are
+            # asked once per judge and the posteriors are fixed for the run, so the decision stands as it is.
+            continue
         jury = [verdicts[k] for k in (verdict_key(check.id, j.judge_id) for j in ctx.judges) if k in verdicts]
         posterior = ctx.posteriors.get(check.id)
         decided[check.id] = (
             reconcile_weighted(run_id, check, jury, ctx.config, posterior, reviews.get(check.id)) if posterior
             else reconcile_check(run_id, check, jury, ctx.config, reviews.get(check.id))
         )
-    await ctx.store.aput(*decided.values())
-    update: SampleState = {"reconciled": decided}
-    if (Method.ELEMENTS in ctx.config.methods and not state.get("loose_requested")
-            and needs_loose(normal_coverage(state, decided), ctx.config.loose_coverage_threshold)):
-        update["loose_requested"] = True
-    return update
+    return decided
 
 
-def route_after_reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> str:
+async def route_after_reconcile(state: SampleState, runtime: Runtime[EvalContext]) -> str:
     if state.get("loose_requested") and LOOSE.key not in state.get("retrievals", {}) \
             and LOOSE.key not in state.get("unavailable", {}):
         return RETRIEVE  # the loose round plans the sufficiency checks too, when they are due

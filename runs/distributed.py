@@ -31,11 +31,11 @@ def queue_run(runner: Runner, queue: WorkQueue, samples: Sequence[Sample], *, da
     """Register the run and queue its samples; the ids still to evaluate (in order). Raises
     SamplesChangedError, before anything is written, when samples the run holds are given with other contents."""
     store, run_id = runner.context.store, runner.run_id
-    changed = runner.changed_sample_ids(samples)
-    if changed:
-        raise SamplesChangedError(run_id, changed, dataset)
+    held = runner.compare_with_store(samples)
+    if held.changed:
+        raise SamplesChangedError(run_id, held.changed, dataset)
     runner.register(dataset=dataset, system=system)
-    store.put_samples(run_id, samples)
+    store.put_samples(run_id, held.unsaved)
     finished = store.finished_sample_ids(run_id)
     transient = store.transient_sample_ids(run_id, [judge.judge_id for judge in runner.context.judges])
     todo = [s.id for s in samples if s.id not in finished or s.id in transient]

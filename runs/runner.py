@@ -83,6 +83,15 @@ class ResumePlan:
 
 
 @dataclass(frozen=True)
+class StoredSamples:
+    """The given samples against what the run holds: `changed`, ids it holds with other contents (in the given
+    order); `unsaved`, samples it does not hold, or holds in an older serialisation of the same contents."""
+
+    changed: tuple[str, ...]
+    unsaved: tuple[Sample, ...]
+
+
+@dataclass(frozen=True)
 class RunPaths:
     run_dir: Path
 
@@ -141,6 +150,28 @@ class RunLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _drop_torn_line(path: Path) -> None:
+    """Cut a last line that a kill left without its newline (the file ends mid-record)."""
+    with path.open("rb+") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        handle.seek(end - 1)
+        if handle.read(1) == b"\n":
+            return
+        position = end
+        while position > 0:  # back to the last newline, a block at a time
+            start = max(0, position - 65536)
+            handle.seek(start)
+            block = handle.read(position - start)
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                handle.truncate(start + newline + 1)
+                return
+            position = start
+        handle.truncate(0)
 
 
 def _sample_id_of(line: str) -> str | None:
@@ -216,11 +247,11 @@ class Runner:
         on_start: Callable[[ResumePlan], None] | None,
     ) -> AsyncIterator[SampleDiagnostics]:
         store = self.context.store
-        changed = await asyncio.to_thread(self.changed_sample_ids, samples)
-        if changed:  # before anything is written: the run stays as it was, with the inputs it was computed on
-            raise SamplesChangedError(self.run_id, changed, dataset)
+        held = await asyncio.to_thread(self.compare_with_store, samples)
+        if held.changed:  # before anything is written: the run stays as it was, with the inputs it was computed on
+            raise SamplesChangedError(self.run_id, held.changed, dataset)
         self.register(dataset=dataset, system=system)
-        store.put_samples(self.run_id, samples)
+        store.put_samples(self.run_id, held.unsaved)  # a resume rewrites none of the samples it holds
         # Ids only: a finished sample's record (mostly its alignment graph) is read when it is shown, a batch at a time.
         completed = set() if rescore else store.finished_sample_ids(self.run_id)
         reopened = await asyncio.to_thread(self._with_transient_failures, samples, completed) if completed else set()
@@ -255,10 +286,25 @@ class Runner:
         elif reopened:  # so were the re-opened ones: once each, the run's other samples kept where they were
             await asyncio.to_thread(self._rewrite_stream, self._listed_ids())
 
-    def changed_sample_ids(self, samples: Sequence[Sample]) -> list[str]:
-        """Ids among `samples` that the run holds with other contents (in the given order)."""
-        stored = {s.id: s.content_hash for s in self.context.store.get_samples(self.run_id, [s.id for s in samples])}
-        return [s.id for s in samples if s.id in stored and stored[s.id] != s.content_hash]
+    def compare_with_store(self, samples: Sequence[Sample]) -> StoredSamples:
+        """Which of `samples` the run holds with other contents, and which it does not hold yet. A batch of
+        stored samples is read at a time, as text: one stored as put_samples would write it now is unchanged
+        without being parsed, so a resume over many samples holds no second copy of them."""
+        changed: list[str] = []
+        unsaved: list[Sample] = []
+        for start in range(0, len(samples), RESUME_BATCH):
+            batch = samples[start : start + RESUME_BATCH]
+            stored = self.context.store.sample_payloads(self.run_id, [s.id for s in batch])
+            for sample in batch:
+                payload = stored.get(sample.id)
+                if payload is None:
+                    unsaved.append(sample)
+                elif payload != sample.model_dump_json():  # same contents in an older form, or other contents
+                    if Sample.model_validate_json(payload).content_hash == sample.content_hash:
+                        unsaved.append(sample)
+                    else:
+                        changed.append(sample.id)
+        return StoredSamples(tuple(changed), tuple(unsaved))
 
     def _with_transient_failures(self, samples: Sequence[Sample], finished: set[str]) -> set[str]:
         """Finished samples holding work a later try may mend: a verdict of this run's jury or an answer unscored
@@ -338,16 +384,16 @@ class Runner:
         file lacks, so that it lists every finished sample. A kill before the rewrite that ends a run with
         re-opened samples leaves a sample listed twice: the file is written again from the store, once each."""
         path = self.paths.diagnostics
-        if not path.exists():
-            listed: set[str | None] = set()
-        else:
-            text = path.read_text(encoding="utf-8")
-            if text and not text.endswith("\n"):
-                text = text[: text.rfind("\n") + 1]
-                path.write_text(text, encoding="utf-8")
-            ids = [_sample_id_of(line) for line in text.splitlines() if line.strip()]
-            listed = set(ids)
-            if len(listed) < len(ids):
+        listed: set[str | None] = set()
+        if path.exists():
+            _drop_torn_line(path)
+            lines = 0
+            with path.open(encoding="utf-8") as handle:  # a line at a time: the file holds every alignment graph
+                for line in handle:
+                    if line.strip():
+                        lines += 1
+                        listed.add(_sample_id_of(line))
+            if len(listed) < lines:
                 self._rewrite_stream(self._listed_ids())
         missing = done - listed
         if missing:  # read only the records the file lacks (a kill leaves few), in the order the store holds them
@@ -356,8 +402,9 @@ class Runner:
 
     def _listed_ids(self) -> list[str]:
         """The samples diagnostics.jsonl lists, each once, in the order they first appear."""
-        lines = self.paths.diagnostics.read_text(encoding="utf-8").splitlines()
-        return [i for i in dict.fromkeys(_sample_id_of(line) for line in lines if line.strip()) if i is not None]
+        with self.paths.diagnostics.open(encoding="utf-8") as handle:
+            ids = dict.fromkeys(_sample_id_of(line) for line in handle if line.strip())
+        return [i for i in ids if i is not None]
 
     def _rewrite_stream(self, sample_ids: Sequence[str]) -> None:
         path = self.paths.diagnostics

@@ -466,6 +466,15 @@ class RecordStore(RecordQueries, RecordCache):
             rows.extend(self._select(sql, [run_id, *part]))
         return [Sample.model_validate_json(payload) for _, payload in sorted(rows)]
 
+    def sample_payloads(self, run_id: str, sample_ids: Sequence[str]) -> dict[str, str]:
+        """Sample id -> the stored JSON of those of `sample_ids` the run holds, unparsed: comparing it with a
+        sample's own JSON tells an unchanged sample without building a record."""
+        out: dict[str, str] = {}
+        for part in _slices(list(dict.fromkeys(sample_ids))):
+            sql = f"SELECT sample_id, payload FROM samples WHERE run_id = ? AND sample_id IN ({_marks(part)})"
+            out.update(self._select(sql, [run_id, *part]))
+        return out
+
     def sample_questions(self, run_id: str) -> list[tuple[str, str]]:
         """(sample id, question) of every sample of the run in stored order, without reading whole samples."""
         question = self._dialect.json_text("payload", "question")

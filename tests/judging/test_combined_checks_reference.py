@@ -74,7 +74,7 @@ def judge_for(model: ScriptedChatModel) -> LLMJudge:
 def test_reference_kinds_get_their_own_reply_model_and_the_reference_is_sent_as_the_elements() -> None:
     batch = render_combined(reference_checks())
     assert batch.schema is CombinedReferenceJudgements
-    assert "Reference answer: the elements of the reference answer listed below, taken together." in batch.prompt
+    assert "Reference answer: its elements, listed below, taken together." in batch.prompt
     assert batch.prompt.count("Paris is on the Seine") == 1  # the reference is not sent a second time
     assert batch.elements == {"E1": "e1", "E2": "e2"} and batch.claims == {"C1": "c1", "C2": "c2"}
     # a batch without those kinds sends the request it sent before they existed

@@ -35,6 +35,7 @@ from ragcourt.llm.factory import build_client
 from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.llm.openai_wire import is_direct
 from ragcourt.llm.retry import RetryPolicy
+from ragcourt.llm.sent_schema import sent_schema
 from ragcourt.llm.spec import ModelSpec, StructuredMethod
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.schema import TokenUsage, UnscoredReason, VerdictStatus
@@ -99,7 +100,10 @@ async def test_json_schema_end_to_end(openai_server: FakeOpenAIServer) -> None:
     assert body is not None
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["name"] == "Decision"
-    assert body["response_format"]["json_schema"]["schema"] == Decision.model_json_schema()
+    # The compacted schema (sent_schema.compact_schema): the property titles pydantic adds are not sent.
+    assert body["response_format"]["json_schema"]["schema"] == sent_schema(Decision)
+    assert body["response_format"]["json_schema"]["schema"]["properties"] == {
+        "label": {"type": "string"}, "reason": {"type": "string"}}
     assert "tools" not in body
     assert openai_server.count(CHAT_PATH) == 1
 
@@ -119,7 +123,7 @@ async def test_json_mode_end_to_end_puts_the_schema_in_the_system_message(
     system = body["messages"][0]
     assert system["role"] == "system"
     assert system["content"].startswith("You are a careful judge.\n\n")
-    assert json.dumps(Decision.model_json_schema(), ensure_ascii=False) in system["content"]
+    assert json.dumps(sent_schema(Decision), ensure_ascii=False, separators=(",", ":")) in system["content"]
     assert [m["role"] for m in body["messages"]] == ["system", "user"]  # merged, not a second system message
 
 

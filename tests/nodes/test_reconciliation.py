@@ -225,17 +225,17 @@ def runtime(review_mode: ReviewMode) -> Runtime:
     return Runtime(context=context)
 
 
-def test_route_after_reconcile() -> None:
+async def test_route_after_reconcile() -> None:
     pending = {CHECK.id: reconciled(CHECK, Label.NO, provisional=True)}
     settled = {CHECK.id: reconciled(CHECK, Label.NO)}
     loose_due = {"loose_requested": True, "retrievals": {}, "reconciled": pending}
-    assert route_after_reconcile(loose_due, runtime(ReviewMode.INLINE)) == RETRIEVE
+    assert await route_after_reconcile(loose_due, runtime(ReviewMode.INLINE)) == RETRIEVE
     # loose retrieval was tried and failed: do not loop, go on
-    assert route_after_reconcile({**loose_due, "unavailable": {LOOSE.key: "failed"}},
-                                 runtime(ReviewMode.INLINE)) == HUMAN_REVIEW
-    assert route_after_reconcile({"reconciled": pending}, runtime(ReviewMode.INLINE)) == HUMAN_REVIEW
-    assert route_after_reconcile({"reconciled": pending}, runtime(ReviewMode.DEFERRED)) == SCORE
-    assert route_after_reconcile({"reconciled": settled}, runtime(ReviewMode.INLINE)) == SCORE
+    assert await route_after_reconcile({**loose_due, "unavailable": {LOOSE.key: "failed"}},
+                                       runtime(ReviewMode.INLINE)) == HUMAN_REVIEW
+    assert await route_after_reconcile({"reconciled": pending}, runtime(ReviewMode.INLINE)) == HUMAN_REVIEW
+    assert await route_after_reconcile({"reconciled": pending}, runtime(ReviewMode.DEFERRED)) == SCORE
+    assert await route_after_reconcile({"reconciled": settled}, runtime(ReviewMode.INLINE)) == SCORE
 
 
 def test_a_verdict_without_the_field_its_kind_needs_counts_as_unscored() -> None:

@@ -44,7 +44,14 @@ from graph_fixtures import (
 
 from ragcourt.analysis.summary import summarize
 from ragcourt.runs.rescore import ReplaySystem, arescore_run
-from ragcourt.runs.runner import DIAGNOSTICS_FILE, ResumePlan, RunLockedError, Runner, SamplesChangedError
+from ragcourt.runs.runner import (
+    DIAGNOSTICS_FILE,
+    ResumePlan,
+    RunLockedError,
+    Runner,
+    SamplesChangedError,
+    StoredSamples,
+)
 from ragcourt.schema import (
     CheckKind,
     DecompositionKind,
@@ -142,6 +149,48 @@ async def test_a_resume_reads_finished_samples_in_batches_and_shows_them_whole(
     again = await collect(runner, SAMPLES.values())
     assert batches == [["s1", "s2"], ["s3"]]
     assert again == [stored["s1"], stored["s2"], stored["s3"]]
+
+
+async def test_a_resume_neither_parses_nor_rewrites_the_samples_the_run_holds(
+    store: RecordStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The samples are compared with the store as text, a batch at a time: an unchanged one is neither built
+    again from the store nor written again; one stored in an older serialisation of the same contents is
+    rewritten; one with other contents is refused, as before."""
+    runner = Runner(make_context(store, fixture_config(), fixture_judges(), fixture_system()), "run-h",
+                    tmp_path / "run-h")
+    samples = list(SAMPLES.values())
+    await collect(runner, samples)
+    assert runner.compare_with_store(samples) == StoredSamples(changed=(), unsaved=())
+
+    older = json.dumps(json.loads(samples[1].model_dump_json()), indent=1)  # same contents, other bytes
+    with contextlib.closing(sqlite3.connect(tmp_path / "store.sqlite")) as db, db:
+        db.execute("UPDATE samples SET payload = ? WHERE run_id = ? AND sample_id = ?", (older, "run-h", samples[1].id))
+    edited = samples[2].model_copy(update={"question": samples[2].question + " (edited)"})
+    held = runner.compare_with_store([samples[0], samples[1], edited])
+    assert held == StoredSamples(changed=(edited.id,), unsaved=(samples[1],))
+
+    written: list[list[str]] = []
+    monkeypatch.setattr(store, "get_samples", lambda *a, **k: pytest.fail("a resume parses no stored sample"))
+    put = store.put_samples
+    monkeypatch.setattr(store, "put_samples", lambda run_id, given: (written.append([s.id for s in given]),
+                                                                     put(run_id, given))[1])
+    await collect(runner, samples)
+    assert written == [[samples[1].id]]
+    assert runner.compare_with_store(samples) == StoredSamples(changed=(), unsaved=())
+
+
+async def test_a_resume_cuts_a_torn_last_line_longer_than_a_read_block(store: RecordStore, tmp_path: Path) -> None:
+    runner = Runner(make_context(store, fixture_config(), fixture_judges(), fixture_system()), "run-t",
+                    tmp_path / "run-t")
+    await collect(runner, SAMPLES.values())
+    stream = tmp_path / "run-t" / DIAGNOSTICS_FILE
+    first = stream.read_text().splitlines(keepends=True)[0]
+    stream.write_text(first + '{"sample_id": "s2", "alignment_graph": "' + "x" * 200_000)  # torn, 3 blocks long
+    await collect(runner, SAMPLES.values())
+    lines = stream.read_text().splitlines(keepends=True)
+    assert lines[0] == first and all(line.endswith("\n") for line in lines)
+    assert sorted(json.loads(line)["sample_id"] for line in lines) == ["s1", "s2", "s3"]
 
 
 async def test_a_resume_repairs_the_stream_file_a_kill_left_short_or_torn(store: RecordStore, tmp_path: Path) -> None:

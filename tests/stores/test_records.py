@@ -251,6 +251,15 @@ def test_reviews_are_all_kept_and_pending_escalations_ignore_skips(store: Record
     assert store.latest_reviews("r1", []) == {} and store.latest_reviews("other-run", [decided.id]) == {}
 
 
+def test_sample_payloads_are_the_stored_json_of_the_held_ids_only(store: RecordStore) -> None:
+    first, second = Sample(id="s1", question="q1?"), Sample(id="s2", question="q2?", answer="a")
+    store.put_samples("r1", [first, second])
+    store.put_samples("r2", [Sample(id="s1", question="another run's s1?")])
+    held = store.sample_payloads("r1", ["s2", "s1", "missing", "s2"])
+    assert held == {"s1": first.model_dump_json(), "s2": second.model_dump_json()}
+    assert store.sample_payloads("r1", []) == {} and store.sample_payloads("r3", ["s1"]) == {}
+
+
 def test_finished_samples_are_those_with_ok_diagnostics(store: RecordStore) -> None:
     store.put(
         SampleDiagnostics(run_id="r1", sample_id="s1", question="q"),

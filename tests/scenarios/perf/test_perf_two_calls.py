@@ -26,8 +26,10 @@ from ragcourt.judging import LLMJudge
 from ragcourt.judging.combined_checks import ANSWERED_FROM_LINKS
 from ragcourt.judging.decomposers import LLMDecomposer
 from ragcourt.llm.client import LLMClient
+from ragcourt.nodes.names import ANSWER, PLAN_CHECKS, RECONCILE, RETRIEVE, SCORE, SPLIT_INPUTS
+from ragcourt.nodes.names import JUDGE as JUDGE_NODE
 from ragcourt.nodes.state import EvalContext
-from ragcourt.schema import Chunk, Sample, VerdictStatus
+from ragcourt.schema import CheckKind, Chunk, Label, Sample, VerdictStatus
 from ragcourt.schema.config import Batching, EvalConfig, JudgeSpec, Method
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
@@ -97,7 +99,9 @@ def binary(request: ScriptedRequest) -> dict[str, Any]:  # the sufficiency round
                            for i, t in shown(request)["ITEM"]]}
 
 
-async def evaluate(store: RecordStore, drop: set[str]) -> tuple[dict, ScriptedChatModel, ScriptedChatModel]:
+async def evaluate(store: RecordStore, drop: set[str],
+                   steps: list[str] | None = None) -> tuple[dict, ScriptedChatModel, ScriptedChatModel]:
+    """The sample through the graph; `steps`, if given, gets the nodes that ran, in order."""
     decomposer = ScriptedChatModel(builders={"JointSplit": joint_split})
     judge = ScriptedChatModel(builders={"CombinedReferenceJudgements": lambda r: combined(r, drop),
                                         "CombinedJudgements": lambda r: combined(r, drop),
@@ -107,7 +111,13 @@ async def evaluate(store: RecordStore, drop: set[str]) -> tuple[dict, ScriptedCh
     context = EvalContext(config=config, system=Precomputed(), store=store,
                           judges=[LLMJudge(LLMClient(judge, model_id="scripted:judge"), judge_id=JUDGE)],
                           decomposer=LLMDecomposer(LLMClient(decomposer, model_id="scripted:decomposer")))
-    state = await build_sample_graph().ainvoke({"run_id": "run-joint", "sample": SAMPLE}, context=context)
+    state: dict[str, Any] = {}
+    async for mode, chunk in build_sample_graph().astream({"run_id": "run-joint", "sample": SAMPLE}, context=context,
+                                                          stream_mode=["updates", "values"]):
+        if mode == "values":
+            state = chunk
+        elif steps is not None:
+            steps.extend(chunk)
     return state, decomposer, judge
 
 
@@ -130,6 +140,20 @@ async def test_perf_joint_makes_two_calls_a_sample_with_every_ragas_counterpart(
     assert {name: figures[name] for name in EXPECTED} == pytest.approx(EXPECTED)
     assert figures["follow_up_calls"] == 0
     assert state["diagnostics"].n_unscored == 0
+
+
+async def test_perf_joint_decides_sufficiency_from_the_one_reply_without_a_round_of_its_own(
+    store: RecordStore,
+) -> None:
+    """The reply's serve links give R(q), and its sufficiency verdicts are on the checks R(q) makes: reconciliation
+    plans and decides those checks itself, so the sample takes no second planning and reconciliation step."""
+    steps: list[str] = []
+    state, _, judge = await evaluate(store, drop=set(), steps=steps)
+    assert steps == [RETRIEVE, ANSWER, SPLIT_INPUTS, PLAN_CHECKS, JUDGE_NODE, RECONCILE, SCORE]
+    answered = [c for c in state["checks"].values() if c.kind is CheckKind.SUBQUERY_ANSWERED]
+    assert [c.subject_text for c in answered] == ["Where is Paris?"]  # q2: no claim serves it, nothing to ask
+    assert state["reconciled"][answered[0].id].label is Label.YES and judge.calls == 1
+    assert answered[0].id in {c.id for c in store.checks_of_samples("run-joint", ["s1"])}  # planned as any check
 
 
 async def test_perf_joint_asks_again_for_what_a_long_reply_drops_and_loses_no_verdict(store: RecordStore) -> None:
