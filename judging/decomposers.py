@@ -295,7 +295,7 @@ async def _stored_or_new(
     store: RecordStore, decomposer: Decomposer, kind: DecompositionKind, text: str, question: str, record_id: str,
     prompt_hash: str, history: tuple[Turn, ...],
 ) -> Decomposition:
-    stored = await asyncio.to_thread(store.get_decomposition, record_id)
+    stored = await store.aread(store.get_decomposition, record_id)
     if stored is not None:
         return stored
     # Without history, called as before it existed: a decomposer written against the three-argument split
@@ -311,7 +311,7 @@ async def _stored_or_new(
         return record
     await store.aput(record)
     # Another process may have stored its split of the same text first; the stored one is the frozen one.
-    return await asyncio.to_thread(store.get_decomposition, record_id) or record
+    return await store.aread(store.get_decomposition, record_id) or record
 
 
 def joint_groups(requests: Sequence[SplitRequest], max_chars: int = JOINT_SPLIT_MAX_CHARS) -> list[list[SplitRequest]]:
@@ -417,8 +417,8 @@ async def _stored_or_joint(
     for request in requests:
         single = _joint_record_id(decomposer.model_id, request.kind, request.text, decomposer.prompt_hash(request.kind),
                                   question, history)
-        stored = (await asyncio.to_thread(store.get_decomposition, single)
-                  or await asyncio.to_thread(store.get_decomposition, ids[request.kind]))
+        stored = (await store.aread(store.get_decomposition, single)
+                  or await store.aread(store.get_decomposition, ids[request.kind]))
         if stored is not None:
             out[request.kind] = stored
         else:
@@ -441,7 +441,7 @@ async def _stored_or_joint(
         if record.status is VerdictStatus.OK:
             await store.aput(record)
             # Another process may have stored its split of the same text first; the stored one is the frozen one.
-            kept = await asyncio.to_thread(store.get_decomposition, ids[request.kind])
+            kept = await store.aread(store.get_decomposition, ids[request.kind])
             record = kept or record
         out[request.kind] = record
     return out

@@ -36,7 +36,7 @@ async def answer(state: SampleState, runtime: Runtime[EvalContext]) -> SampleSta
     # unless it failed transiently then (it raised or timed out): that sample is being evaluated again.
     answers = state.get("answers") or {
         a.condition.key: a
-        for a in await asyncio.to_thread(ctx.store.get_answers, state["run_id"], state["sample"].id)
+        for a in await ctx.store.aread(ctx.store.get_answers, state["run_id"], state["sample"].id)
         if reusable(a)
     }
     pending = [

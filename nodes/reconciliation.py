@@ -5,8 +5,6 @@ round, or the Q-CARE sufficiency round (its checks need R(q), the reconciled ser
 
 from __future__ import annotations
 
-import asyncio
-
 from langgraph.runtime import Runtime
 
 from ragcourt.judging.reconciliation import reconcile_check, reconcile_weighted
@@ -62,7 +60,7 @@ async def _decide(ctx: EvalContext, state: SampleState, checks: list[Check],
     """The jury's decision on each of `checks` not decided in `earlier`, and on each with a review."""
     run_id, verdicts = state["run_id"], state.get("verdicts", {})
     # check id -> newest review, read for these checks only (a run's reviews grow with its samples)
-    stored = await asyncio.to_thread(ctx.store.latest_reviews, run_id, [c.id for c in checks])
+    stored = await ctx.store.aread(ctx.store.latest_reviews, run_id, [c.id for c in checks])
     reviews = {**stored, **state.get("reviews", {})}
     decided = {}
     for check in checks:

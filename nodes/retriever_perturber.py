@@ -36,7 +36,7 @@ async def retrieve_perturb(state: SampleState, runtime: Runtime[EvalContext]) ->
     config = ctx.config
     # Retrievals stored by an earlier, interrupted attempt of this run are reused, not redone.
     have = state.get("retrievals") or {
-        r.condition.key: r for r in await asyncio.to_thread(ctx.store.get_retrievals, run_id, sample.id)
+        r.condition.key: r for r in await ctx.store.aread(ctx.store.get_retrievals, run_id, sample.id)
     }
     made: list[Retrieval] = []
     unavailable: dict[str, str] = {}

@@ -361,10 +361,10 @@ class Runner:
     async def _pinned_splits(self, sample_id: str) -> tuple[Decomposition, ...]:
         store = self.context.store
         if self._pinned_samples is None:
-            self._pinned_samples = await asyncio.to_thread(store.pinned_sample_ids, self.run_id)
+            self._pinned_samples = await store.aread(store.pinned_sample_ids, self.run_id)
         if sample_id not in self._pinned_samples:  # a new sample (every sample of a new run): no read
             return ()
-        return tuple(await asyncio.to_thread(store.pinned_splits, self.run_id, sample_id))
+        return tuple(await store.aread(store.pinned_splits, self.run_id, sample_id))
 
     async def resume(self, sample: Sample, decisions: Sequence[ReviewDecision]) -> SampleDiagnostics | None:
         """Resume one sample stopped at an inline-review interrupt with a person's decisions."""

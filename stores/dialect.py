@@ -68,6 +68,9 @@ class Dialect(ABC):
     begin: str  # the statement that starts a write transaction
     ordered_join: str  # a join the planner takes in the written order (a hint where the backend has one)
     database_error: type[Exception]  # what a broken or unreachable store raises
+    # A read answered in this process within microseconds (a local file), not a round trip to a server: async
+    # code reads it on its own loop (RecordStoreBase.aread).
+    reads_in_process: bool
 
     def __init__(self, location: str | Path) -> None:
         self.location = location
@@ -138,6 +141,7 @@ class SQLiteDialect(Dialect):
     begin = "BEGIN IMMEDIATE"  # takes the write lock up front: a busy file waits (busy timeout), never fails later
     ordered_join = "CROSS JOIN"  # SQLite's planner keeps the order of a CROSS JOIN
     database_error = sqlite3.DatabaseError
+    reads_in_process = True  # WAL: a read never waits for a writer
 
     def connect(self) -> Connection:
         # isolation_level=None: the store issues BEGIN / COMMIT itself, one transaction per write
@@ -228,6 +232,7 @@ _POSTGRES_TYPES = {ColumnKind.TEXT: "text", ColumnKind.INTEGER: "bigint", Column
 class PostgresDialect(Dialect):
     begin = "BEGIN"
     ordered_join = "JOIN"  # PostgreSQL plans joins itself (and has no CROSS JOIN ... ON)
+    reads_in_process = False
 
     def __init__(self, location: str | Path) -> None:
         import psycopg  # here: only a PostgreSQL store needs it

@@ -8,10 +8,11 @@ PostgreSQL write differently through its `dialect`.
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,6 +21,8 @@ from ragcourt.stores.dialect import Dialect
 from ragcourt.stores.group_commit import GroupCommit, Statement
 
 R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def utc_text(moment: datetime) -> str:
@@ -39,6 +42,14 @@ class RecordStoreBase(ABC):
     @abstractmethod
     def dialect(self) -> Dialect:
         """The SQL of the store's backend (stores/dialect.py)."""
+
+    async def aread(self, read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """One of the store's reads, from async code: on the caller's loop where the dialect reads in process (a
+        SQLite file: handing a read of microseconds to a thread cost more CPU than the read, docs/BENCHMARKS.md),
+        in a thread where a read is a round trip to a server."""
+        if self.dialect.reads_in_process:
+            return read(*args, **kwargs)
+        return await asyncio.to_thread(read, *args, **kwargs)
 
     @abstractmethod
     def _write(self, statements: Iterable[Statement]) -> None:

@@ -4,7 +4,6 @@ is free for all."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -46,7 +45,7 @@ class RecordCache(RecordStoreBase):
         self._write(_cache_statements(key, value))
 
     async def acache_get(self, key: str) -> str | None:
-        return await asyncio.to_thread(self.cache_get, key)
+        return await self.aread(self.cache_get, key)
 
     async def acache_put(self, key: str, value: str) -> None:
         await self._group.submit(_cache_statements(key, value))

@@ -11,7 +11,6 @@ methods in worker threads. What the two databases spell differently is the store
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -651,4 +650,4 @@ class RecordStore(RecordQueries, RecordCache):
         await self._group.submit([(sql, [(run_id, sample_id, str(split.kind), split.model_dump_json())])])
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
-        return await asyncio.to_thread(self.get_verdicts, check_ids, judge_id)
+        return await self.aread(self.get_verdicts, check_ids, judge_id)

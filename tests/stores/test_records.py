@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -258,6 +259,14 @@ def test_sample_payloads_are_the_stored_json_of_the_held_ids_only(store: RecordS
     held = store.sample_payloads("r1", ["s2", "s1", "missing", "s2"])
     assert held == {"s1": first.model_dump_json(), "s2": second.model_dump_json()}
     assert store.sample_payloads("r1", []) == {} and store.sample_payloads("r3", ["s1"]) == {}
+
+
+async def test_async_reads_stay_on_the_loop_for_a_file_and_go_to_a_thread_for_a_server(store: RecordStore) -> None:
+    """A SQLite read takes microseconds, less than a thread hop; a PostgreSQL read is a round trip."""
+    loop_thread = threading.get_ident()
+    assert (await store.aread(threading.get_ident) == loop_thread) is (store.url is None)
+    store.put_samples("r1", [Sample(id="s1", question="q?")])
+    assert await store.aread(store.sample_payloads, "r1", ["s1"]) == store.sample_payloads("r1", ["s1"])
 
 
 def test_finished_samples_are_those_with_ok_diagnostics(store: RecordStore) -> None:
