@@ -508,7 +508,7 @@ class Stats:
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "by_name": dict(self.by_name), "prompt_tokens_by_name": dict(self.prompt_tokens_by_name),
             "completion_tokens_by_name": dict(self.completion_tokens_by_name),
-            "max_in_flight": self.max_in_flight, "busy_s": self.busy_s, "span_s": span,
+            "in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "busy_s": self.busy_s, "span_s": span,
             "dropped_items": self.dropped_items,
         }
 

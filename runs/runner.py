@@ -277,10 +277,17 @@ class Runner:
             async with limit:
                 return await self.evaluate_one(graph, sample)
 
-        for finished in asyncio.as_completed([one(s) for s in todo]):
-            diagnostics = await finished
-            if diagnostics is not None:
-                yield diagnostics
+        # Tasks made here, in the dataset's order, so the semaphore admits the samples in it (as_completed would
+        # make them from a set, in no order); a consumer that stops early stops the samples still running.
+        tasks = [asyncio.ensure_future(one(s)) for s in todo]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                diagnostics = await finished
+                if diagnostics is not None:
+                    yield diagnostics
+        finally:
+            for task in tasks:
+                task.cancel()
         if rescore:  # the replay appended every sample again: the file lists each sample once, as it is now
             await asyncio.to_thread(self._rewrite_stream, [s.id for s in samples])
         elif reopened:  # so were the re-opened ones: once each, the run's other samples kept where they were

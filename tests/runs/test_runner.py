@@ -180,6 +180,17 @@ async def test_a_resume_neither_parses_nor_rewrites_the_samples_the_run_holds(
     assert runner.compare_with_store(samples) == StoredSamples(changed=(), unsaved=())
 
 
+async def test_samples_start_in_the_order_given(store: RecordStore, tmp_path: Path) -> None:
+    """One sample at a time: the retrievals come in the dataset's order, whatever order the ids hash in."""
+    system = fixture_system()
+    for order in (["s3", "s1", "s2"], ["s2", "s3", "s1"]):
+        runner = Runner(make_context(store, fixture_config(concurrency=1), fixture_judges(), system),
+                        f"run-o-{order[0]}", tmp_path / f"run-o-{order[0]}")
+        system.calls.clear()
+        await collect(runner, [SAMPLES[i] for i in order])
+        assert list(dict.fromkeys(c[1] for c in system.calls if c[0] == "retrieve")) == order
+
+
 async def test_a_resume_cuts_a_torn_last_line_longer_than_a_read_block(store: RecordStore, tmp_path: Path) -> None:
     runner = Runner(make_context(store, fixture_config(), fixture_judges(), fixture_system()), "run-t",
                     tmp_path / "run-t")
