@@ -326,7 +326,7 @@ class LiveEvaluator:
             process = self._process
         try:
             if process is not None:
-                process.send(captured)  # a put on an unbounded queue: the bound is the count above
+                process.send(captured)  # a pickle and a write that never blocks: the bound is the count above
             else:
                 assert self._inbox is not None and self._loop is not None
                 self._loop.call_soon_threadsafe(self._inbox.put_nowait, captured)
@@ -334,6 +334,12 @@ class LiveEvaluator:
             with self._lock:
                 self._counts["queued"] -= 1
                 self._counts["dropped_closed"] += 1
+            return False
+        except Exception:  # it cannot be handed over (a document's metadata that does not pickle): never the app's
+            logger.warning("live evaluation: a sampled request could not be handed to the worker", exc_info=True)
+            with self._lock:
+                self._counts["queued"] -= 1
+                self._counts["uncapturable"] += 1
             return False
         return True
 

@@ -33,6 +33,20 @@ class CapturedRequest:
         return Sample(id=self.request_id, question=self.question, contexts=self.chunks, answer=self.answer,
                       metadata={"source": "live"})
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled in the app's thread that finished the request (runs.live_process): the chunks as their field
+        # values take a quarter of the time of pickling the pydantic models (about 16 vs 65 us with cold
+        # caches, as they are between two requests); they were validated when they were captured.
+        chunks = tuple((chunk.__dict__, chunk.model_fields_set) for chunk in self.chunks)
+        return (captured_request, (self.request_id, self.question, chunks, self.answer))
+
+
+def captured_request(request_id: str, question: str, chunks: tuple[tuple[dict[str, Any], set[str]], ...],
+                     answer: str) -> CapturedRequest:
+    """A CapturedRequest from the parts CapturedRequest.__reduce__ pickles."""
+    rebuilt = tuple(Chunk.model_construct(fields, **values) for values, fields in chunks)
+    return CapturedRequest(request_id=request_id, question=question, chunks=rebuilt, answer=answer)
+
 
 class LiveEngine:
     """Opened once per live run in the evaluating process; `evaluate` never raises (a failure is a record)."""

@@ -6,17 +6,24 @@ pickle frames. To the worker: the settings, then one CapturedRequest per sampled
 From it: ("ready", None) or ("error", text), then per request ("started", None), ("feedback", posted or None)
 and ("finished", (ok, diagnostics JSON)); ("stopped", None) last. The app's process keeps every count
 (runs.live.LiveEvaluator); this module only moves requests there and events back.
+
+What the app's process pays per sampled request is one pickle and one non-blocking write to the pipe, in the
+thread that finished the request (bench/live_overhead.py): no thread is woken for it, so no other thread asks
+the app's threads for the GIL. A thread writes only what a full pipe did not take. The worker runs at the lowest
+CPU priority (`run_in_background`) and writes its events once per turn of its event loop, so the app's reader
+thread wakes once for an evaluation that ends and the next one that starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import functools
 import logging
 import os
 import pickle
-import queue
+import select
 import struct
 import subprocess
 import sys
@@ -33,12 +40,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ragcourt.live")
 HEADER = struct.Struct(">I")
-WORKER_NICENESS = 19  # the lowest priority: see main()
+WORKER_NICENESS = 19  # the lowest priority: see run_in_background()
+STARTED_DELAY_S = 0.1  # see EventBatch
+PIPE_BYTES = 1 << 20  # the requests pipe's buffer asked for (Linux allows up to 1 MiB unprivileged)
+
+
+def frame(item: Any) -> bytes:
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    return HEADER.pack(len(data)) + data
 
 
 def write_frame(stream: IO[bytes], item: Any) -> None:
-    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(HEADER.pack(len(data)) + data)
+    stream.write(frame(item))
     stream.flush()
 
 
@@ -54,14 +67,75 @@ def read_frame(stream: IO[bytes]) -> Any:
     return pickle.loads(data)  # noqa: S301 - our own child process, over its private pipe
 
 
+class RequestPipe:
+    """The app's end of the requests pipe. `send` writes a frame without blocking, in the caller's thread; what
+    a full pipe does not take waits in `pending`, and only then is the drain thread woken to write it out."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream, self.fd = stream, stream.fileno()
+        with contextlib.suppress(OSError, AttributeError):  # a bigger buffer: a slow worker rarely fills it
+            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        os.set_blocking(self.fd, False)
+        self.pending = bytearray()
+        self._changed = threading.Condition()
+        self._closing = self._broken = False
+        self._drain = threading.Thread(target=self._drain_pending, name="ragcourt-live-drain", daemon=True)
+        self._drain.start()
+
+    def send(self, data: bytes) -> None:
+        """Never blocks; a worker that is gone takes nothing (the reader thread counts what it had not done)."""
+        with self._changed:
+            if self._broken or self._closing:
+                return
+            if not self.pending:
+                data = data[self._write(data):]
+            if data:
+                self.pending += data
+                self._changed.notify()
+
+    def close(self, last: bytes) -> None:
+        """Send `last`, then close the pipe once everything before it is written."""
+        self.send(last)
+        with self._changed:
+            self._closing = True
+            self._changed.notify()
+
+    def join(self, timeout: float) -> None:
+        self._drain.join(timeout)
+
+    def _write(self, data: bytes | bytearray) -> int:
+        """Bytes the pipe took now (called with the lock held)."""
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError:  # the worker died: the reader thread counts what it had not evaluated
+            self._broken = True
+            self.pending.clear()
+            logger.warning("live evaluation: the worker process stopped reading")
+            return len(data)
+
+    def _drain_pending(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self.pending or self._closing or self._broken)
+                if not self.pending:  # closing or broken, and nothing left to write
+                    break
+            select.select([], [self.fd], [])  # until the worker has read some: the pipe takes more
+            with self._changed:
+                del self.pending[:self._write(self.pending)]
+        with contextlib.suppress(OSError):
+            self.stream.close()
+
+
 class WorkerProcess:
-    """The app-side end: a feeder thread writes queued requests to the worker, a reader thread applies its events
-    to the evaluator's counts. `send` only puts on a queue: it never waits on the pipe or the worker."""
+    """The app-side end: requests go out through a RequestPipe, a reader thread applies the worker's events to
+    the evaluator's counts. `send` never waits on the pipe or the worker."""
 
     def __init__(self, evaluator: LiveEvaluator, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None
         self.evaluator, self.process = evaluator, process
-        self._outbox: queue.SimpleQueue[CapturedRequest | None] = queue.SimpleQueue()
-        self._feeder = threading.Thread(target=self._feed, name="ragcourt-live-feeder", daemon=True)
+        self._requests = RequestPipe(process.stdin)
         self._reader = threading.Thread(target=self._read, name="ragcourt-live-reader", daemon=True)
         self._stopped = False
 
@@ -83,38 +157,25 @@ class WorkerProcess:
             process.wait()
             raise RuntimeError(detail)
         worker = cls(evaluator, process)
-        worker._feeder.start()
         worker._reader.start()
         return worker
 
     def send(self, captured: CapturedRequest) -> None:
         if self._stopped:
             raise RuntimeError("the live worker process is stopping")
-        self._outbox.put(captured)
+        self._requests.send(frame(captured))
 
     def stop(self, timeout: float = 30.0) -> None:
         """Ask the worker to stop (it cancels what it is still evaluating), then wait for its last event."""
         self._stopped = True
-        self._outbox.put(None)
+        self._requests.close(frame(None))
         self._reader.join(timeout)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout)
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        self._feeder.join(1.0)
-
-    def _feed(self) -> None:
-        assert self.process.stdin is not None
-        try:
-            while True:
-                item = self._outbox.get()
-                write_frame(self.process.stdin, item)
-                if item is None:
-                    break
-            self.process.stdin.close()
-        except OSError:  # the worker died: the reader counts what it had not evaluated
-            logger.warning("live evaluation: the worker process stopped reading")
+        self._requests.join(1.0)
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -153,6 +214,7 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[CapturedRequest] = asyncio.Queue()
     stop = asyncio.Event()
+    out = EventBatch(events, loop)
 
     def receive() -> None:  # a thread: the pipe is read with blocking reads
         with contextlib.suppress(EOFError):  # EOF: the app's process is gone, stop as if told to
@@ -163,11 +225,11 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
     async def consume() -> None:
         while True:
             captured = await inbox.get()
-            write_frame(events, ("started", None))
+            out.put(("started", None), urgent=False)
             diagnostics = await engine.evaluate(captured)
             if engine.feedback is not None:  # before "finished", so the app's flush() waits for it too
-                write_frame(events, ("feedback", await engine.post_feedback(diagnostics)))
-            write_frame(events, ("finished", (diagnostics.status is SampleStatus.OK, diagnostics.model_dump_json())))
+                out.put(("feedback", await engine.post_feedback(diagnostics)))
+            out.put(("finished", (diagnostics.status is SampleStatus.OK, diagnostics.model_dump_json())))
 
     write_frame(events, ("ready", None))
     threading.Thread(target=receive, name="ragcourt-live-receive", daemon=True).start()
@@ -181,14 +243,69 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
         await loop.shutdown_default_executor()  # cancelled evaluations may still be writing in executor threads
         engine.close()
         telemetry.shutdown()
+        out.flush()
         write_frame(events, ("stopped", None))
+
+
+class EventBatch:
+    """The worker's events to the app's process, written together: the app's reader thread wakes once for all
+    of them, and each wake-up takes the app's interpreter from the app's own threads for a moment.
+
+    What ends an evaluation ("finished", "feedback": flush() and on_result wait for them) is written at the end
+    of the event loop's turn; a "started" alone waits up to STARTED_DELAY_S for company, so an evaluation that
+    takes less than that wakes the app once rather than twice (its "evaluating" count lags by as much).
+    """
+
+    def __init__(self, stream: IO[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        self.stream, self.loop = stream, loop
+        self.batch = bytearray()
+        self._soon = False
+        self._later: asyncio.TimerHandle | None = None
+
+    def put(self, event: tuple[str, Any], *, urgent: bool = True) -> None:
+        self.batch += frame(event)
+        if urgent and not self._soon:
+            self._soon = True
+            self.loop.call_soon(self.flush)
+        elif not urgent and self._later is None and not self._soon:
+            self._later = self.loop.call_later(STARTED_DELAY_S, self.flush)
+
+    def flush(self) -> None:
+        self._soon = False
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+        if self.batch:
+            self.stream.write(self.batch)
+            self.stream.flush()
+            self.batch.clear()
+
+
+def thread_ids() -> list[int]:
+    """This process's threads (Linux); elsewhere [0], the process itself."""
+    try:
+        return [int(name) for name in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
+def run_in_background() -> None:
+    """This process at the lowest CPU priority: each thread it has now, and every thread it starts later (a new
+    thread inherits its creator's policy and nice value)."""
+    for thread_id in thread_ids():
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, thread_id, WORKER_NICENESS)
+        # SCHED_IDLE: a thread of the app that wakes up takes the core from an idle-policy thread at once, but
+        # from a nice-19 thread of the normal policy only when that one's time slice ends (milliseconds, under
+        # load). A thread of the app that wants to run is never kept waiting for the evaluation.
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(thread_id, os.SCHED_IDLE, os.sched_param(0))
 
 
 def main() -> None:
     # Background work: on a busy machine the scheduler gives the app's process (and its model calls) the cores
     # first, so the evaluation waits rather than the app's requests.
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICENESS)
+    run_in_background()
     events = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print anywhere in the worker goes to stderr, never into the event pipe
     sys.stdout = sys.stderr

@@ -278,15 +278,29 @@ class Runner:
                 return await self.evaluate_one(graph, sample)
 
         # Tasks made here, in the dataset's order, so the semaphore admits the samples in it (as_completed would
-        # make them from a set, in no order); a consumer that stops early stops the samples still running.
-        tasks = [asyncio.ensure_future(one(s)) for s in todo]
+        # make them from a set, in no order); a consumer that stops early stops the samples still running. Only
+        # running ones are held: a finished task holds its sample's diagnostics, graph and all.
+        running: set[asyncio.Task[SampleDiagnostics | None]] = set()
+        finished: asyncio.Queue[asyncio.Task[SampleDiagnostics | None]] = asyncio.Queue()
+
+        def on_done(task: asyncio.Task[SampleDiagnostics | None]) -> None:
+            running.discard(task)
+            finished.put_nowait(task)
+
+        def launch(sample: Sample) -> None:  # a function, so no loop variable holds the last task to the end
+            task = asyncio.ensure_future(one(sample))
+            running.add(task)
+            task.add_done_callback(on_done)
+
+        for sample in todo:
+            launch(sample)
         try:
-            for finished in asyncio.as_completed(tasks):
-                diagnostics = await finished
+            for _ in range(len(todo)):
+                diagnostics = (await finished.get()).result()
                 if diagnostics is not None:
                     yield diagnostics
         finally:
-            for task in tasks:
+            for task in list(running):
                 task.cancel()
         if rescore:  # the replay appended every sample again: the file lists each sample once, as it is now
             await asyncio.to_thread(self._rewrite_stream, [s.id for s in samples])

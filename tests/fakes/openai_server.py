@@ -551,6 +551,9 @@ class FakeOpenAIServer:
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out as two writes: with Nagle on, the body waited for the client's delayed ACK,
+        # 40 ms a reply (bench/live_overhead.py found it).
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean; the server's own log is `server.requests`
