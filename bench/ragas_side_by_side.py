@@ -178,7 +178,8 @@ def ragcourt_tool(batching: Any, methods: tuple[Any, ...], args: argparse.Namesp
     name = f"ragcourt {batching}" + (" +reference" if "reference" in methods else "")
 
     def run(sim: Any, folder: Path) -> Measured:
-        measured = measure_ragcourt(sim, samples, batching, args.llm_concurrency, args.sample_concurrency, folder,
+        measured = measure_ragcourt(sim, samples, batching, args.llm_concurrency,
+                                    args.sample_concurrency or len(samples), folder,
                                     methods, reruns=False, name=name)
         store = RecordStore(folder / "store.sqlite")
         try:
@@ -238,7 +239,9 @@ def main() -> None:
                         help="a reply is long with more item entries than this (the server's minimal splits make "
                         "2 elements and 2 claims, so a combined reply holds 5-6)")
     parser.add_argument("--llm-concurrency", type=int, default=32)
-    parser.add_argument("--sample-concurrency", type=int, default=64)
+    parser.add_argument("--sample-concurrency", type=int, default=None,
+                        help="ragcourt's samples in flight (default: all of them, as RAGAS submits every row's jobs "
+                        "at once; LLM concurrency bounds both)")
     parser.add_argument("--answer-correctness", action="store_true")
     parser.add_argument("--batching", nargs="+", default=["joint"],
                         help="ragcourt batching modes to run (joint, per_sample, per_kind)")
@@ -300,7 +303,8 @@ def main() -> None:
     print(f"{len(samples)} samples ({hotpot} HotpotQA, {len(samples) - hotpot} long-form); server latency "
           f"{args.latency_ms:.0f} ms + completion tokens at {args.tokens_per_s:g} tokens/s; dropped items "
           f"{args.drop_items:g} of replies over {args.drop_items_over} items; LLM concurrency {args.llm_concurrency} "
-          f"for all; one LLM judge; {args.repeat} interleaved runs per tool (medians, ranges in brackets)")
+          f"for all; ragcourt's samples in flight {args.sample_concurrency or len(samples)}; one LLM judge; "
+          f"{args.repeat} interleaved runs per tool (medians, ranges in brackets)")
     ragas_runs = timed["RAGAS"]
     ragas = {"calls": statistics.median(r.calls for r in ragas_runs) / len(samples),
              "prompt": statistics.median(r.per_sample("prompt_tokens") for r in ragas_runs),
