@@ -17,9 +17,11 @@ How it stays out of the app's way:
   (`run_inline`), so an async app does not pay an executor hop per callback.
 - Every callback catches its own exceptions (counted as `handler_errors`): nothing raises into the app.
 - Evaluation runs in a worker PROCESS (runs.live_process) fed through a pipe: graph steps, pydantic,
-  JSON, SQLite writes and the judge's HTTP client never hold the app's interpreter. In the app's process
-  a feeder thread pickles the captured requests into the pipe and a reader thread applies the worker's
-  events to the counts (and parses diagnostics only when `on_result` or a `stream()` reader wants them).
+  JSON, SQLite writes and the judge's HTTP client never hold the app's interpreter. The thread that finishes
+  a request captures plain values (no Chunk is validated or hashed there), pickles them and writes them to the
+  pipe without blocking. A reader thread applies the worker's events to the counts; the worker sends them in
+  batches, twice a second while nothing waits on them (so `counts()` lags by up to half a second), at once
+  while `flush()`, `on_result` or a `stream()` reader does, and sends the diagnostics only to those two.
   `worker="thread"` evaluates in one background thread of the app's process instead (its own event loop):
   an asyncio task on the app's loop would delay the app's requests and would not exist for a sync app.
   A thread costs the app a few % of latency (bench/live_overhead.py); it is what runs when you pass a
@@ -57,13 +59,13 @@ from pydantic import BaseModel, ConfigDict
 
 from ragcourt.runs.langsmith_feedback import LangSmithFeedback
 from ragcourt.runs.live_engine import CapturedRequest, LiveEngine
-from ragcourt.runs.live_process import WorkerProcess
+from ragcourt.runs.live_process import Listeners, WorkerProcess
 from ragcourt.runs.runner import RunLock, RunPaths
 from ragcourt.runs.telemetry import Telemetry
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import ConditionKind, SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import EvalConfig, Method, ReviewMode
-from ragcourt.systems import answer_text, chunks_from_documents
+from ragcourt.systems import answer_text, document_parts
 
 logger = logging.getLogger("ragcourt.live")
 
@@ -214,6 +216,8 @@ class LiveEvaluator:
             raise ValueError(f"worker must be auto, process or thread, got {worker!r}")
         self.worker = "thread" if worker == "thread" or (worker == "auto" and own_objects) else "process"
         self._process: WorkerProcess | None = None
+        self._flushing = 0  # flush() calls waiting
+        self._told_listeners: Listeners | None = None  # what the worker process was last told
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -222,9 +226,11 @@ class LiveEvaluator:
         if self.worker == "process":
             self._run_lock.__enter__()
             try:
+                listeners = self._listeners()
                 self._process = WorkerProcess.start(
                     self, home=self.workspace.home, run_id=self.run_id, config=self.config, app_name=self.app_name,
-                    langsmith_feedback=self._feedback_choice is not False)
+                    langsmith_feedback=self._feedback_choice is not False, listeners=listeners)
+                self._told_listeners = listeners
             except BaseException as error:
                 self._run_lock.__exit__(None, None, None)
                 raise RuntimeError(f"live evaluator could not start: {error}") from error
@@ -249,7 +255,13 @@ class LiveEvaluator:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until nothing is queued or being evaluated; False when `timeout` came first."""
         with self._idle:
-            return self._idle.wait_for(lambda: self._counts["queued"] + self._counts["evaluating"] == 0, timeout)
+            self._flushing += 1
+            self._tell_worker_who_listens()
+            try:
+                return self._idle.wait_for(lambda: self._counts["queued"] + self._counts["evaluating"] == 0, timeout)
+            finally:
+                self._flushing -= 1
+                self._tell_worker_who_listens()
 
     def close(self, timeout: float = 10.0) -> LiveCounts:
         """Stop accepting, give pending work up to `timeout` seconds, drop (and count) the rest."""
@@ -350,7 +362,7 @@ class LiveEvaluator:
             self._counts["app_running"] += 1
         return self.request_finished(CapturedRequest(
             request_id=request_id or uuid.uuid4().hex, question=question,
-            chunks=tuple(chunks_from_documents(list(documents))), answer=answer_text(answer),
+            documents=tuple(document_parts(document) for document in documents), answer=answer_text(answer),
         ))
 
     async def stream(self, max_buffer: int = 1000) -> AsyncIterator[SampleDiagnostics]:
@@ -364,6 +376,7 @@ class LiveEvaluator:
             closed = self._closed
             if not closed:
                 self._subscribers.append(subscriber)
+                self._tell_worker_who_listens()
         if closed:
             return
         try:
@@ -373,6 +386,21 @@ class LiveEvaluator:
             with self._lock:
                 if subscriber in self._subscribers:
                     self._subscribers.remove(subscriber)
+                    self._tell_worker_who_listens()
+
+    def _listeners(self) -> Listeners:
+        diagnostics = self.on_result is not None or bool(self._subscribers)
+        return diagnostics, diagnostics or self._flushing > 0
+
+    def _tell_worker_who_listens(self) -> None:
+        """The worker process sends each result's diagnostics only while on_result or a stream() reader takes them,
+        and its events without delay only while someone waits on them (runs.live_process.EventBatch): the app's
+        process reads no text for nobody and is not woken per request for nobody (called with the lock held)."""
+        listeners = self._listeners()
+        if self._process is not None and listeners != self._told_listeners:
+            self._told_listeners = listeners
+            with contextlib.suppress(RuntimeError):  # stopping: nothing more will be sent
+                self._process.listen(listeners)
 
     # ------------------------------------------------------------------ the worker's events (either kind)
 
@@ -384,14 +412,16 @@ class LiveEvaluator:
     def _worker_feedback(self, posted: int | None) -> None:
         self._count("feedback_errors" if posted is None else "feedback_posted", 1 if posted is None else posted)
 
-    def _worker_finished_one(self, ok: bool, diagnostics: SampleDiagnostics | Callable[[], SampleDiagnostics]) -> None:
-        """One evaluation ended; `diagnostics` is its record, or builds it (called only when someone reads it)."""
+    def _worker_finished_one(self, ok: bool,
+                             diagnostics: SampleDiagnostics | Callable[[], SampleDiagnostics] | None) -> None:
+        """One evaluation ended; `diagnostics` is its record, or builds it (called only when someone reads it), or
+        None when the worker process sent none because nobody was listening when it finished."""
         with self._lock:
             self._counts["evaluating"] -= 1
             self._counts["evaluated" if ok else "failed"] += 1
             subscribers = list(self._subscribers)
             self._idle.notify_all()
-        if self.on_result is not None or subscribers:
+        if diagnostics is not None and (self.on_result is not None or subscribers):
             self._publish(diagnostics if isinstance(diagnostics, SampleDiagnostics) else diagnostics(), subscribers)
 
     def _worker_stopped(self) -> None:
@@ -523,21 +553,9 @@ class LiveCallbackHandler(BaseCallbackHandler):
         self._requests: dict[uuid.UUID, _Request] = {}
         self._root_of: dict[uuid.UUID, uuid.UUID] = {}
 
-    @property
-    def ignore_llm(self) -> bool:
-        return True
-
-    @property
-    def ignore_chat_model(self) -> bool:
-        return True
-
-    @property
-    def ignore_agent(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
+    # Read by LangChain for every event of every run: plain class attributes, not BaseCallbackHandler's properties.
+    ignore_chain = ignore_retriever = False
+    ignore_llm = ignore_chat_model = ignore_agent = ignore_custom_event = ignore_retry = True
 
     # A child run of a sampled request: remember which request it belongs to.
     def _child_started(self, run_id: uuid.UUID, parent_run_id: uuid.UUID) -> None:
@@ -626,7 +644,7 @@ class LiveCallbackHandler(BaseCallbackHandler):
             return None
         unique = list({(d.id or d.page_content): d for d in documents}.values())
         return CapturedRequest(request_id=str(run_id), question=question,
-                               chunks=tuple(chunks_from_documents(unique)), answer=answer)
+                               documents=tuple(document_parts(document) for document in unique), answer=answer)
 
     def _answer(self, outputs: Any) -> str | None:
         if isinstance(outputs, Mapping):

@@ -15,37 +15,30 @@ from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.runner import Runner
 from ragcourt.runs.telemetry import Telemetry
 from ragcourt.runs.workspace import Workspace
-from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema import Sample, SampleDiagnostics
 from ragcourt.schema.config import EvalConfig
-from ragcourt.systems import Precomputed
+from ragcourt.systems import DocumentParts, Precomputed, chunks_from_parts
 
 logger = logging.getLogger("ragcourt.live")
 
 
 @dataclass(frozen=True)
 class CapturedRequest:
+    """One sampled request as the app's thread read it: plain values (systems.document_parts), so the app pays
+    for no validation, hashing or model pickling; the Chunks are built where it is evaluated (`sample`)."""
+
     request_id: str
     question: str
-    chunks: tuple[Chunk, ...]
+    documents: tuple[DocumentParts, ...]
     answer: str
 
     def sample(self) -> Sample:
-        return Sample(id=self.request_id, question=self.question, contexts=self.chunks, answer=self.answer,
-                      metadata={"source": "live"})
+        return Sample(id=self.request_id, question=self.question, contexts=tuple(chunks_from_parts(self.documents)),
+                      answer=self.answer, metadata={"source": "live"})
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Pickled in the app's thread that finished the request (runs.live_process): the chunks as their field
-        # values take a quarter of the time of pickling the pydantic models (about 16 vs 65 us with cold
-        # caches, as they are between two requests); they were validated when they were captured.
-        chunks = tuple((chunk.__dict__, chunk.model_fields_set) for chunk in self.chunks)
-        return (captured_request, (self.request_id, self.question, chunks, self.answer))
-
-
-def captured_request(request_id: str, question: str, chunks: tuple[tuple[dict[str, Any], set[str]], ...],
-                     answer: str) -> CapturedRequest:
-    """A CapturedRequest from the parts CapturedRequest.__reduce__ pickles."""
-    rebuilt = tuple(Chunk.model_construct(fields, **values) for values, fields in chunks)
-    return CapturedRequest(request_id=request_id, question=question, chunks=rebuilt, answer=answer)
+        # Pickled in the app's thread that finished the request (runs.live_process): positional fields, no state dict.
+        return (CapturedRequest, (self.request_id, self.question, self.documents, self.answer))
 
 
 class LiveEngine:
@@ -67,12 +60,11 @@ class LiveEngine:
             raise
 
     async def evaluate(self, captured: CapturedRequest) -> SampleDiagnostics:
-        sample = captured.sample()
-        try:
+        try:  # a document the app returned may make no Chunk: validated here, not in the app's thread
+            sample = captured.sample()
             await self.store.aput_samples(self.run_id, [sample])
         except Exception as error:  # noqa: BLE001 - one request's failure is recorded; the worker goes on
-            return SampleDiagnostics(run_id=self.run_id, sample_id=sample.id, question=sample.question,
-                                     status=SampleStatus.FAILED, error=f"{type(error).__name__}: {error}")
+            return await self.runner.record_failure(captured.request_id, captured.question, error)
         diagnostics = await self.runner.evaluate_one(self.graph, sample)
         assert diagnostics is not None, "live evaluation never interrupts (inline review is refused)"
         return diagnostics

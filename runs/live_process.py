@@ -2,16 +2,17 @@
 
 The app's process starts `python -m ragcourt.runs.live_process` (a fresh interpreter: nothing of the app is
 imported again, unlike multiprocessing's spawn) and talks to it over its stdin/stdout in length-prefixed
-pickle frames. To the worker: the settings, then one CapturedRequest per sampled request, then None (stop).
+pickle frames. To the worker: the settings, then one CapturedRequest per sampled request, a pair of booleans
+(diagnostics, prompt) whenever what the app waits for changes (see `Listeners`), then None (stop).
 From it: ("ready", None) or ("error", text), then per request ("started", None), ("feedback", posted or None)
-and ("finished", (ok, diagnostics JSON)); ("stopped", None) last. The app's process keeps every count
+and ("finished", (ok, diagnostics JSON, or None while the app wants none)); ("stopped", None) last. The app's process keeps every count
 (runs.live.LiveEvaluator); this module only moves requests there and events back.
 
 What the app's process pays per sampled request is one pickle and one non-blocking write to the pipe, in the
 thread that finished the request (bench/live_overhead.py): no thread is woken for it, so no other thread asks
 the app's threads for the GIL. A thread writes only what a full pipe did not take. The worker runs at the lowest
-CPU priority (`run_in_background`) and writes its events once per turn of its event loop, so the app's reader
-thread wakes once for an evaluation that ends and the next one that starts.
+CPU priority (`run_in_background`) and writes its events in batches (EventBatch): while nothing in the app waits
+on them, twice a second, so the app's reader thread wakes twice a second rather than once per request.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ logger = logging.getLogger("ragcourt.live")
 HEADER = struct.Struct(">I")
 WORKER_NICENESS = 19  # the lowest priority: see run_in_background()
 STARTED_DELAY_S = 0.1  # see EventBatch
+EVENT_DELAY_S = 0.5  # see EventBatch
 PIPE_BYTES = 1 << 20  # the requests pipe's buffer asked for (Linux allows up to 1 MiB unprivileged)
 
 
@@ -128,6 +130,11 @@ class RequestPipe:
             self.stream.close()
 
 
+# (diagnostics, prompt): the app wants each result's diagnostics (an on_result callback or a stream() reader
+# takes them), and wants the events without delay (the same, or a flush() waiting on the counts).
+Listeners = tuple[bool, bool]
+
+
 class WorkerProcess:
     """The app-side end: requests go out through a RequestPipe, a reader thread applies the worker's events to
     the evaluator's counts. `send` never waits on the pipe or the worker."""
@@ -141,14 +148,15 @@ class WorkerProcess:
 
     @classmethod
     def start(cls, evaluator: LiveEvaluator, *, home: Path, run_id: str, config: EvalConfig, app_name: str,
-              langsmith_feedback: bool) -> WorkerProcess:
+              langsmith_feedback: bool, listeners: Listeners) -> WorkerProcess:
         """Start the worker and wait until it is ready (RuntimeError with its reason when it could not start)."""
         process = subprocess.Popen([sys.executable, "-m", "ragcourt.runs.live_process"],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert process.stdin is not None and process.stdout is not None
         try:
             write_frame(process.stdin, {"home": str(home), "run_id": run_id, "config": config.model_dump_json(),
-                                        "app_name": app_name, "langsmith_feedback": langsmith_feedback})
+                                        "app_name": app_name, "langsmith_feedback": langsmith_feedback,
+                                        "listeners": listeners})
             kind, detail = read_frame(process.stdout)
         except (EOFError, OSError) as error:
             kind, detail = "error", f"the worker process ended ({type(error).__name__})"
@@ -164,6 +172,12 @@ class WorkerProcess:
         if self._stopped:
             raise RuntimeError("the live worker process is stopping")
         self._requests.send(frame(captured))
+
+    def listen(self, listeners: Listeners) -> None:
+        """What the app waits for, from now on (requests already sent included): see `Listeners`."""
+        if self._stopped:
+            raise RuntimeError("the live worker process is stopping")
+        self._requests.send(frame(listeners))
 
     def stop(self, timeout: float = 30.0) -> None:
         """Ask the worker to stop (it cancels what it is still evaluating), then wait for its last event."""
@@ -189,7 +203,8 @@ class WorkerProcess:
                     evaluator._worker_feedback(detail)
                 elif kind == "finished":
                     ok, text = detail
-                    evaluator._worker_finished_one(ok, functools.partial(SampleDiagnostics.model_validate_json, text))
+                    evaluator._worker_finished_one(
+                        ok, None if text is None else functools.partial(SampleDiagnostics.model_validate_json, text))
                 elif kind == "stopped":
                     break
         except (EOFError, OSError):
@@ -214,12 +229,22 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[CapturedRequest] = asyncio.Queue()
     stop = asyncio.Event()
-    out = EventBatch(events, loop)
+
+    diagnostics_wanted, prompt = settings["listeners"]
+    out = EventBatch(events, loop, prompt=prompt)
+
+    def listen(listeners: Listeners) -> None:
+        nonlocal diagnostics_wanted
+        diagnostics_wanted, prompt = listeners
+        out.set_prompt(prompt)
 
     def receive() -> None:  # a thread: the pipe is read with blocking reads
         with contextlib.suppress(EOFError):  # EOF: the app's process is gone, stop as if told to
             while (item := read_frame(requests)) is not None:
-                loop.call_soon_threadsafe(inbox.put_nowait, item)
+                if isinstance(item, tuple):
+                    loop.call_soon_threadsafe(listen, item)
+                else:
+                    loop.call_soon_threadsafe(inbox.put_nowait, item)
         loop.call_soon_threadsafe(stop.set)
 
     async def consume() -> None:
@@ -229,7 +254,8 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
             diagnostics = await engine.evaluate(captured)
             if engine.feedback is not None:  # before "finished", so the app's flush() waits for it too
                 out.put(("feedback", await engine.post_feedback(diagnostics)))
-            out.put(("finished", (diagnostics.status is SampleStatus.OK, diagnostics.model_dump_json())))
+            text = diagnostics.model_dump_json() if diagnostics_wanted else None
+            out.put(("finished", (diagnostics.status is SampleStatus.OK, text)))
 
     write_frame(events, ("ready", None))
     threading.Thread(target=receive, name="ragcourt-live-receive", daemon=True).start()
@@ -251,24 +277,35 @@ class EventBatch:
     """The worker's events to the app's process, written together: the app's reader thread wakes once for all
     of them, and each wake-up takes the app's interpreter from the app's own threads for a moment.
 
-    What ends an evaluation ("finished", "feedback": flush() and on_result wait for them) is written at the end
-    of the event loop's turn; a "started" alone waits up to STARTED_DELAY_S for company, so an evaluation that
-    takes less than that wakes the app once rather than twice (its "evaluating" count lags by as much).
+    While the app waits on them (`prompt`: flush(), on_result or a stream() reader), what ends an evaluation
+    ("finished", "feedback") is written at the end of the event loop's turn, and a "started" alone waits up to
+    STARTED_DELAY_S for company (so an evaluation shorter than that wakes the app once, not twice). Otherwise every
+    event waits up to EVENT_DELAY_S: the app's counts lag by as much, and the app is woken twice a second at most.
     """
 
-    def __init__(self, stream: IO[bytes], loop: asyncio.AbstractEventLoop) -> None:
-        self.stream, self.loop = stream, loop
+    def __init__(self, stream: IO[bytes], loop: asyncio.AbstractEventLoop, *, prompt: bool) -> None:
+        self.stream, self.loop, self.prompt = stream, loop, prompt
         self.batch = bytearray()
         self._soon = False
         self._later: asyncio.TimerHandle | None = None
 
     def put(self, event: tuple[str, Any], *, urgent: bool = True) -> None:
         self.batch += frame(event)
-        if urgent and not self._soon:
+        if urgent and self.prompt:
+            self._write_soon()
+        elif self._later is None and not self._soon:
+            self._later = self.loop.call_later(STARTED_DELAY_S if self.prompt else EVENT_DELAY_S, self.flush)
+
+    def set_prompt(self, prompt: bool) -> None:
+        """From now on, as `prompt` says; becoming prompt writes what waits (a flush() has begun to wait on it)."""
+        self.prompt = prompt
+        if prompt and self.batch:
+            self._write_soon()
+
+    def _write_soon(self) -> None:
+        if not self._soon:
             self._soon = True
             self.loop.call_soon(self.flush)
-        elif not urgent and self._later is None and not self._soon:
-            self._later = self.loop.call_later(STARTED_DELAY_S, self.flush)
 
     def flush(self) -> None:
         self._soon = False

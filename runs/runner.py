@@ -361,23 +361,29 @@ class Runner:
                 state = await graph.ainvoke(payload, config=_thread(self.run_id, sample.id), context=self.context)
                 trace.record(state.get("diagnostics"))
         except Exception as error:  # one sample's failure is recorded; the run goes on
-            diagnostics = SampleDiagnostics(
-                run_id=self.run_id, sample_id=sample.id, question=sample.question, status=SampleStatus.FAILED,
-                error=f"{type(error).__name__}: {error}",
-            )
-            try:
-                await self.context.store.aput(diagnostics)
-            except Exception:  # the store itself failed: the returned record still says "failed"
-                logger.exception("cannot store the failure of sample %s", sample.id)
-        else:
-            if "diagnostics" not in state:
-                return None
-            diagnostics = state["diagnostics"]
+            return await self.record_failure(sample.id, sample.question, error)
+        if "diagnostics" not in state:
+            return None
+        diagnostics: SampleDiagnostics = state["diagnostics"]
+        await self._append_to_stream_file(diagnostics)
+        return diagnostics
+
+    async def record_failure(self, sample_id: str, question: str, error: Exception) -> SampleDiagnostics:
+        """A sample that could not be evaluated, as its record: stored and streamed like any other; never raises."""
+        diagnostics = SampleDiagnostics(run_id=self.run_id, sample_id=sample_id, question=question,
+                                        status=SampleStatus.FAILED, error=f"{type(error).__name__}: {error}")
+        try:
+            await self.context.store.aput(diagnostics)
+        except Exception:  # the store itself failed: the returned record still says "failed"
+            logger.exception("cannot store the failure of sample %s", sample_id)
+        await self._append_to_stream_file(diagnostics)
+        return diagnostics
+
+    async def _append_to_stream_file(self, diagnostics: SampleDiagnostics) -> None:
         try:
             await asyncio.to_thread(self._append, diagnostics)
         except OSError:  # the stream file is a convenience; the store holds the record
             logger.exception("cannot append to %s", self.paths.diagnostics)
-        return diagnostics
 
     async def _pinned_splits(self, sample_id: str) -> tuple[Decomposition, ...]:
         store = self.context.store

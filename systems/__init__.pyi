@@ -3,10 +3,13 @@
 from .confidence_probe import ConfidenceProbe, ProbedConfidence
 from .langchain_system import (
     ContextFormat,
+    DocumentParts,
     LangChainSystem,
     RetrieverControl,
     answer_text,
     chunks_from_documents,
+    chunks_from_parts,
+    document_parts,
     resized_retriever,
     retriever_control,
 )
@@ -25,6 +28,7 @@ __all__ = [
     "ConditionUnavailable",
     "ConfidenceProbe",
     "ContextFormat",
+    "DocumentParts",
     "ExtractiveGenerator",
     "Generation",
     "Generator",
@@ -38,7 +42,9 @@ __all__ = [
     "RetrieverControl",
     "answer_text",
     "chunks_from_documents",
+    "chunks_from_parts",
     "context_ids",
+    "document_parts",
     "render_chunks",
     "resized_retriever",
     "retriever_control",

@@ -158,23 +158,37 @@ def answer_text(output: Any, answer_key: str = "answer") -> str:
     return text if isinstance(text, str) else str(text)
 
 
+# What a Chunk is made of, read from a Document without building one: (id, text, metadata with scalar values;
+# the Chunk validates them).
+DocumentParts = tuple[str | None, str, dict[str, Any]]
+
+
+def document_parts(document: Any) -> DocumentParts:
+    """A LangChain Document's (or a plain string's) id, text and scalar metadata: cheap plain values, for a caller
+    that must not pay for validating and hashing (the live handler, in the app's thread)."""
+    if isinstance(document, str):
+        return None, document, {}
+    metadata = {k: v for k, v in (document.metadata or {}).items() if isinstance(v, str | int | float | bool)}
+    return document.id, document.page_content, metadata
+
+
 def chunks_from_documents(documents: Sequence[Any]) -> list[Chunk]:
     """LangChain Documents (or plain strings) as ranked Chunks."""
-    return [_chunk_from_document(doc, rank) for rank, doc in enumerate(documents, start=1)]
+    return chunks_from_parts([document_parts(document) for document in documents])
 
 
-def _chunk_from_document(document: Any, rank: int) -> Chunk:
-    if isinstance(document, str):
-        return Chunk(id=f"doc-{content_id(document)}", text=document, rank=rank)
-    metadata = dict(document.metadata or {})
-    # Without an id, the content names the chunk: the same text is the same chunk in every request.
-    chunk_id = str(document.id or metadata.get("id") or f"doc-{content_id(document.page_content)}")
-    score = metadata.get("score")
-    return Chunk(
-        id=chunk_id, text=document.page_content, title=metadata.get("title"), source=metadata.get("source"),
-        score=float(score) if isinstance(score, int | float) else None, rank=rank,
-        metadata={k: v for k, v in metadata.items() if isinstance(v, str | int | float | bool)},
-    )
+def chunks_from_parts(parts: Sequence[DocumentParts]) -> list[Chunk]:
+    """Ranked Chunks from `document_parts`. Without an id, the content names the chunk: the same text is the same
+    chunk in every request."""
+    chunks = []
+    for rank, (document_id, text, metadata) in enumerate(parts, start=1):
+        score = metadata.get("score")
+        chunks.append(Chunk(
+            id=str(document_id or metadata.get("id") or f"doc-{content_id(text)}"), text=text,
+            title=metadata.get("title"), source=metadata.get("source"),
+            score=float(score) if isinstance(score, int | float) else None, rank=rank, metadata=metadata,
+        ))
+    return chunks
 
 
 def _document_from_chunk(chunk: Chunk) -> Document:

@@ -16,11 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 
 from ragcourt.runs.live import LiveEvaluator
 from ragcourt.runs.live_engine import CapturedRequest
-from ragcourt.runs.live_process import STARTED_DELAY_S, EventBatch, RequestPipe, frame, read_frame
-from ragcourt.schema import Chunk
+from ragcourt.runs.live_process import (
+    EVENT_DELAY_S,
+    STARTED_DELAY_S,
+    EventBatch,
+    RequestPipe,
+    frame,
+    read_frame,
+)
+from ragcourt.schema import content_id
+from ragcourt.stores.records import RecordStore
+from ragcourt.systems import document_parts
 
 SCHED_IDLE = 5  # Linux's number of the policy, as /proc shows it
 linux_only = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
@@ -36,16 +46,36 @@ def thread_priorities(pid: int | str = "self") -> list[tuple[int, int]]:
 
 
 def captured(text_size: int = 100) -> CapturedRequest:
-    chunks = (Chunk(id="warranty", text="w" * text_size, title="warranty", rank=1, metadata={"page": 2}),
-              Chunk(id="returns", text="Unused kettles can be returned.", score=0.5, rank=2))
-    return CapturedRequest(request_id="r1", question="How long is the warranty?", chunks=chunks, answer="Two years.")
+    documents = (Document(id="warranty", page_content="w" * text_size, metadata={"title": "warranty", "page": 2}),
+                 Document(page_content="Unused kettles can be returned.", metadata={"score": 0.5, "vector": [0.1]}))
+    return CapturedRequest(request_id="r1", question="How long is the warranty?",
+                           documents=tuple(document_parts(d) for d in documents), answer="Two years.")
 
 
-def test_a_captured_request_crosses_the_pipe_unchanged() -> None:
+def test_a_captured_request_crosses_the_pipe_unchanged_and_makes_the_chunks_in_the_worker() -> None:
     original = captured()
+    assert all(type(value) in (str, int, float, dict, type(None)) for parts in original.documents for value in parts)
     copy = pickle.loads(pickle.dumps(original))
-    assert copy == original and copy.sample() == original.sample()
-    assert [c.model_fields_set for c in copy.chunks] == [c.model_fields_set for c in original.chunks]
+    assert copy == original
+    warranty, returns = copy.sample().contexts
+    assert (warranty.id, warranty.title, warranty.rank, warranty.metadata) == \
+        ("warranty", "warranty", 1, {"title": "warranty", "page": 2})
+    # No id: the content names it; the score is read from the metadata; a vector is not a chunk's metadata.
+    assert returns.id == f"doc-{content_id('Unused kettles can be returned.')}"
+    assert (returns.score, returns.rank, returns.metadata) == (0.5, 2, {"score": 0.5})
+
+
+def test_a_document_that_makes_no_chunk_fails_its_evaluation_not_the_app(tmp_path) -> None:
+    """The Chunks are validated in the worker: a title that is not text fails that request's evaluation (counted
+    failed, with the reason in its record), never a callback of the app."""
+    with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process") as live:
+        assert live.submit("q", [Document(page_content="text", metadata={"title": 7})], "a", request_id="bad")
+        assert live.flush(timeout=60)
+        counts = live.counts()
+    assert (counts.failed, counts.evaluated, counts.handler_errors) == (1, 0, 0)
+    with RecordStore(tmp_path / "store.sqlite") as store:
+        (diagnostics,) = store.get_diagnostics("r")
+    assert diagnostics.sample_id == "bad" and "title" in (diagnostics.error or "")
 
 
 @linux_only
@@ -135,7 +165,7 @@ class CountingStream(io.BytesIO):
 def test_events_of_one_loop_turn_are_one_write_and_a_lone_started_waits_for_company() -> None:
     async def scenario() -> tuple[CountingStream, list[int]]:
         stream = CountingStream()
-        events = EventBatch(stream, asyncio.get_running_loop())
+        events = EventBatch(stream, asyncio.get_running_loop(), prompt=True)
         events.put(("started", None), urgent=False)
         events.put(("finished", (True, "{}")))
         events.put(("started", None), urgent=False)
@@ -152,6 +182,25 @@ def test_events_of_one_loop_turn_are_one_write_and_a_lone_started_waits_for_comp
     assert writes == [1, 1, 2]
     stream.seek(0)
     assert [read_frame(stream)[0] for _ in range(4)] == ["started", "finished", "started", "started"]
+
+
+def test_while_nothing_waits_on_them_events_wait_for_the_batch_and_a_waiter_gets_them_at_once() -> None:
+    async def scenario() -> list[int]:
+        stream = CountingStream()
+        events = EventBatch(stream, asyncio.get_running_loop(), prompt=False)
+        events.put(("started", None), urgent=False)
+        events.put(("finished", (True, None)))
+        await asyncio.sleep(STARTED_DELAY_S * 2)
+        writes = [stream.writes]  # not even a "finished" is written at once
+        await asyncio.sleep(EVENT_DELAY_S)
+        writes.append(stream.writes)  # within EVENT_DELAY_S, as one write
+        events.put(("finished", (True, None)))
+        events.set_prompt(True)  # a flush() begins to wait: what waits is written now
+        await asyncio.sleep(0)
+        writes.append(stream.writes)
+        return writes
+
+    assert asyncio.run(scenario()) == [0, 1, 2]
 
 
 def test_sends_from_many_threads_arrive_whole() -> None:
@@ -173,7 +222,7 @@ def test_sends_from_many_threads_arrive_whole() -> None:
     stream = io.BytesIO(read_all(read_end))
     received = [read_frame(stream) for _ in range(12)]
     assert read_frame(stream) is None
-    assert sorted(len(r.chunks[0].text) for r in received) == sorted(len(i.chunks[0].text) for s in sent for i in s)
+    assert sorted(len(r.documents[0][1]) for r in received) == sorted(len(i.documents[0][1]) for s in sent for i in s)
     pipe.join(5)
 
 
@@ -191,3 +240,32 @@ def test_a_request_that_cannot_be_handed_over_is_counted_and_nothing_waits_for_i
         assert live.flush(timeout=60)
         counts = live.counts()
     assert (counts.uncapturable, counts.evaluated, counts.queued) == (1, 1, 0)
+
+
+async def test_the_diagnostics_cross_the_pipe_only_while_the_app_listens(tmp_path) -> None:
+    """Without on_result or a stream() reader, a finished evaluation is counted but its diagnostics are not sent:
+    the app's process reads no text for nobody. A reader that subscribes gets every result finished after it."""
+    live = LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process").start()
+    finished: list[Any] = []
+    counted = live._worker_finished_one
+    live._worker_finished_one = lambda ok, diagnostics: (finished.append(diagnostics), counted(ok, diagnostics))
+    try:
+        assert live.submit("unheard?", ["The kettle has a two-year warranty."], "Two years.", request_id="unheard")
+        assert await asyncio.to_thread(live.flush, 60)
+        assert finished == [None]
+
+        received = []
+
+        async def read() -> None:
+            async for diagnostics in live.stream():
+                received.append(diagnostics.sample_id)
+
+        reader = asyncio.create_task(read())
+        await asyncio.sleep(0)  # subscribed: the worker hears it before the next request
+        assert live.submit("heard?", ["The kettle has a two-year warranty."], "Two years.", request_id="heard")
+        assert await asyncio.to_thread(live.flush, 60)
+    finally:
+        await asyncio.to_thread(live.close)
+    await asyncio.wait_for(reader, 10)
+    assert received == ["heard"] and finished[1] is not None
+    assert live.counts().evaluated == 2
