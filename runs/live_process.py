@@ -5,8 +5,8 @@ imported again, unlike multiprocessing's spawn) and talks to it over its stdin/s
 pickle frames. To the worker: the settings, then one CapturedRequest per sampled request, a pair of booleans
 (diagnostics, prompt) whenever what the app waits for changes (see `Listeners`), then None (stop).
 From it: ("ready", None) or ("error", text), then per request ("started", None), ("feedback", posted or None)
-and ("finished", (ok, diagnostics JSON, or None while the app wants none)); ("stopped", None) last. The app's process keeps every count
-(runs.live.LiveEvaluator); this module only moves requests there and events back.
+and ("finished", (ok, diagnostics JSON or None while the app wants none)); ("stopped", None) last. The app's
+process keeps every count (runs.live.LiveEvaluator); this module only moves requests there and events back.
 
 What the app's process pays per sampled request is one pickle and one non-blocking write to the pipe, in the
 thread that finished the request (bench/live_overhead.py): no thread is woken for it, so no other thread asks
@@ -235,8 +235,8 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
 
     def listen(listeners: Listeners) -> None:
         nonlocal diagnostics_wanted
-        diagnostics_wanted, prompt = listeners
-        out.set_prompt(prompt)
+        diagnostics_wanted = listeners[0]
+        out.set_prompt(listeners[1])
 
     def receive() -> None:  # a thread: the pipe is read with blocking reads
         with contextlib.suppress(EOFError):  # EOF: the app's process is gone, stop as if told to
