@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Sequence
 from typing import TypedDict, Unpack
 
@@ -192,9 +191,7 @@ def sufficiency_due(state: SampleState, config: EvalConfig) -> bool:
 
 async def record_checks(ctx: EvalContext, state: SampleState, checks: Sequence[Check]) -> None:
     """Store newly planned checks and link them to the run's sample."""
-    if checks:
-        await ctx.store.aput(*checks)
-        await asyncio.to_thread(ctx.store.link_checks, state["run_id"], state["sample"].id, [c.id for c in checks])
+    await ctx.store.aput_checks(state["run_id"], state["sample"].id, checks)
 
 
 async def plan_checks(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:

@@ -148,7 +148,7 @@ async def judge_pairs(state: MatchState, runtime: Runtime[MatchContext]) -> Matc
     checks = list({c.id: c for pair in pairs.values() for c in pair.judged()}.values())
     await ctx.store.aput(*checks)
     for question_id, pair in pairs.items():
-        await asyncio.to_thread(ctx.store.link_checks, ctx.run_id, question_id, [c.id for c in pair.judged()])
+        await ctx.store.alink_checks(ctx.run_id, question_id, [c.id for c in pair.judged()])
     verdicts = await asyncio.gather(*(_jury_member(ctx, judge, checks) for judge in ctx.judges))
     metric = _metric_verdicts(ctx, pairs, dict(set_a.answers), dict(set_b.answers))
     return {

@@ -19,7 +19,9 @@ How it stays out of the app's way:
 - Evaluation runs in a worker PROCESS (runs.live_process) fed through a pipe: graph steps, pydantic,
   JSON, SQLite writes and the judge's HTTP client never hold the app's interpreter. The thread that finishes
   a request captures plain values (no Chunk is validated or hashed there), pickles them and writes them to the
-  pipe without blocking. A reader thread applies the worker's events to the counts; the worker sends them in
+  pipe without blocking. The write wakes nobody: the app's next chat model call (`on_chat_model_start`) rings
+  the worker's doorbell, so the evaluation runs while the app waits on its model, not in the moment its next
+  request starts its threads (runs.live_process.Doorbell; within a second at the latest). A reader thread applies the worker's events to the counts; the worker sends them in
   batches, twice a second while nothing waits on them (so `counts()` lags by up to half a second), at once
   while `flush()`, `on_result` or a `stream()` reader does, and sends the diagnostics only to those two.
   `worker="thread"` evaluates in one background thread of the app's process instead (its own event loop):
@@ -355,6 +357,12 @@ class LiveEvaluator:
             return False
         return True
 
+    def app_waits(self) -> None:
+        """The app starts to wait on a model: the worker process may take up what it was sent (Doorbell)."""
+        process = self._process
+        if process is not None:
+            process.app_waits()
+
     def submit(self, question: str, documents: Sequence[Any], answer: Any, request_id: str | None = None) -> bool:
         """Evaluate one request captured by other means (no LangChain callbacks); it counts as sampled."""
         with self._lock:
@@ -554,8 +562,8 @@ class LiveCallbackHandler(BaseCallbackHandler):
         self._root_of: dict[uuid.UUID, uuid.UUID] = {}
 
     # Read by LangChain for every event of every run: plain class attributes, not BaseCallbackHandler's properties.
-    ignore_chain = ignore_retriever = False
-    ignore_llm = ignore_chat_model = ignore_agent = ignore_custom_event = ignore_retry = True
+    ignore_chain = ignore_retriever = ignore_chat_model = False
+    ignore_llm = ignore_agent = ignore_custom_event = ignore_retry = True  # ignore_llm: also every streamed token
 
     # A child run of a sampled request: remember which request it belongs to.
     def _child_started(self, run_id: uuid.UUID, parent_run_id: uuid.UUID) -> None:
@@ -581,6 +589,12 @@ class LiveCallbackHandler(BaseCallbackHandler):
             self._child_started(run_id, parent_run_id)
 
     on_tool_start = on_retriever_start  # a tool inside a sampled request is a child run like a retriever
+
+    @_never_into_the_app
+    def on_chat_model_start(self, serialized: dict[str, Any] | None, messages: Any, *, run_id: uuid.UUID,
+                            parent_run_id: uuid.UUID | None = None, **kwargs: Any) -> None:
+        # Any model call, sampled or not: the app now waits, the worker may take up what was handed to it.
+        self.evaluator.app_waits()
 
     @_never_into_the_app
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: uuid.UUID,

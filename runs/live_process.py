@@ -7,12 +7,14 @@ pickle frames. To the worker: the settings, then one CapturedRequest per sampled
 From it: ("ready", None) or ("error", text), then per request ("started", None), ("feedback", posted or None)
 and ("finished", (ok, diagnostics JSON or None while the app wants none)); ("stopped", None) last. The app's
 process keeps every count (runs.live.LiveEvaluator); this module only moves requests there and events back.
+A third pipe, the Doorbell, says when the worker should read the requests: when the app starts to wait on a model.
 
 What the app's process pays per sampled request is one pickle and one non-blocking write to the pipe, in the
-thread that finished the request (bench/live_overhead.py): no thread is woken for it, so no other thread asks
-the app's threads for the GIL. A thread writes only what a full pipe did not take. The worker runs at the lowest
-CPU priority (`run_in_background`) and writes its events in batches (EventBatch): while nothing in the app waits
-on them, twice a second, so the app's reader thread wakes twice a second rather than once per request.
+thread that finished the request (bench/live_overhead.py): no thread is woken for it, in the app's process or in
+the worker's (the worker takes the request up at the app's next model call, or within INTAKE_POLL_S). A thread
+writes only what a full pipe did not take. The worker runs at the lowest CPU priority (`run_in_background`) and
+writes its events in batches (EventBatch): while nothing in the app waits on them, twice a second, so the app's
+reader thread wakes twice a second rather than once per request.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -44,6 +47,7 @@ HEADER = struct.Struct(">I")
 WORKER_NICENESS = 19  # the lowest priority: see run_in_background()
 STARTED_DELAY_S = 0.1  # see EventBatch
 EVENT_DELAY_S = 0.5  # see EventBatch
+INTAKE_POLL_S = 1.0  # see Doorbell
 PIPE_BYTES = 1 << 20  # the requests pipe's buffer asked for (Linux allows up to 1 MiB unprivileged)
 
 
@@ -57,24 +61,32 @@ def write_frame(stream: IO[bytes], item: Any) -> None:
     stream.flush()
 
 
+def read_exactly(stream: IO[bytes], size: int) -> bytes:
+    """`size` bytes (an unbuffered stream returns what the pipe holds: read on); EOFError when the pipe closed."""
+    data = stream.read(size)
+    while data is not None and 0 < len(data) < size:
+        more = stream.read(size - len(data))
+        if not more:
+            break
+        data += more
+    if data is None or len(data) < size:
+        raise EOFError
+    return data
+
+
 def read_frame(stream: IO[bytes]) -> Any:
     """The next item; EOFError when the other side closed the pipe."""
-    header = stream.read(HEADER.size)
-    if len(header) < HEADER.size:
-        raise EOFError
-    size = HEADER.unpack(header)[0]
-    data = stream.read(size)
-    if len(data) < size:
-        raise EOFError
-    return pickle.loads(data)  # noqa: S301 - our own child process, over its private pipe
+    size = HEADER.unpack(read_exactly(stream, HEADER.size))[0]
+    return pickle.loads(read_exactly(stream, size))  # noqa: S301 - our own child process, over its private pipe
 
 
 class RequestPipe:
     """The app's end of the requests pipe. `send` writes a frame without blocking, in the caller's thread; what
     a full pipe does not take waits in `pending`, and only then is the drain thread woken to write it out."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes], *, written_later: Callable[[], None] = lambda: None) -> None:
         self.stream, self.fd = stream, stream.fileno()
+        self.written_later = written_later  # called by the drain thread after each write of what had to wait
         with contextlib.suppress(OSError, AttributeError):  # a bigger buffer: a slow worker rarely fills it
             fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         os.set_blocking(self.fd, False)
@@ -126,6 +138,7 @@ class RequestPipe:
             select.select([], [self.fd], [])  # until the worker has read some: the pipe takes more
             with self._changed:
                 del self.pending[:self._write(self.pending)]
+            self.written_later()
         with contextlib.suppress(OSError):
             self.stream.close()
 
@@ -135,14 +148,53 @@ class RequestPipe:
 Listeners = tuple[bool, bool]
 
 
-class WorkerProcess:
-    """The app-side end: requests go out through a RequestPipe, a reader thread applies the worker's events to
-    the evaluator's counts. `send` never waits on the pipe or the worker."""
+class Doorbell:
+    """The app's side of the doorbell pipe: one byte tells the worker to read the requests pipe now.
 
-    def __init__(self, evaluator: LiveEvaluator, process: subprocess.Popen[bytes]) -> None:
+    A write into the requests pipe alone wakes nobody: the worker reads it when the bell rings, or every
+    INTAKE_POLL_S at the latest. The bell rings when the app starts to wait on a chat model (the handler's
+    on_chat_model_start: `app_waits`), so the worker takes up and evaluates a request while the app waits,
+    not in the moment after the app's request ended, which is when the app starts its next request and the threads
+    it runs on (a background process that is runnable then, even at idle priority, makes a thread the app starts
+    wait for a scheduler tick: bench/live_overhead.py). While the app waits on the worker (`prompt`: flush(),
+    on_result or a stream() reader), every hand-off rings at once.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.prompt = False
+        self.unannounced = False  # something was sent that the bell has not announced yet
+
+    def sent(self) -> None:
+        if self.prompt:
+            self.ring()
+        else:
+            self.unannounced = True
+
+    def app_waits(self) -> None:
+        if self.unannounced:
+            self.ring()
+
+    def ring(self) -> None:
+        # Unlocked: a ring lost to a race is made up by the worker's poll, a second ring costs one byte.
+        self.unannounced = False
+        with contextlib.suppress(OSError):  # full: the worker has not read the rings before, which say the same
+            os.write(self.fd, b"\0")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+class WorkerProcess:
+    """The app-side end: requests go out through a RequestPipe, announced by a Doorbell; a reader thread applies
+    the worker's events to the evaluator's counts. `send` never waits on the pipe or the worker."""
+
+    def __init__(self, evaluator: LiveEvaluator, process: subprocess.Popen[bytes], bell: Doorbell) -> None:
         assert process.stdin is not None
-        self.evaluator, self.process = evaluator, process
-        self._requests = RequestPipe(process.stdin)
+        self.evaluator, self.process, self.bell = evaluator, process, bell
+        self._requests = RequestPipe(process.stdin, written_later=bell.ring)
         self._reader = threading.Thread(target=self._read, name="ragcourt-live-reader", daemon=True)
         self._stopped = False
 
@@ -150,21 +202,32 @@ class WorkerProcess:
     def start(cls, evaluator: LiveEvaluator, *, home: Path, run_id: str, config: EvalConfig, app_name: str,
               langsmith_feedback: bool, listeners: Listeners) -> WorkerProcess:
         """Start the worker and wait until it is ready (RuntimeError with its reason when it could not start)."""
-        process = subprocess.Popen([sys.executable, "-m", "ragcourt.runs.live_process"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        bell_out, bell_in = os.pipe()
+        try:
+            process = subprocess.Popen([sys.executable, "-m", "ragcourt.runs.live_process"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(bell_out,))
+        except BaseException:
+            os.close(bell_in)
+            raise
+        finally:
+            os.close(bell_out)  # the worker's copy is its own
+        bell = Doorbell(bell_in)
         assert process.stdin is not None and process.stdout is not None
         try:
             write_frame(process.stdin, {"home": str(home), "run_id": run_id, "config": config.model_dump_json(),
                                         "app_name": app_name, "langsmith_feedback": langsmith_feedback,
-                                        "listeners": listeners})
+                                        "listeners": listeners, "doorbell": bell_out,
+                                        "intake_poll_s": INTAKE_POLL_S})
             kind, detail = read_frame(process.stdout)
         except (EOFError, OSError) as error:
             kind, detail = "error", f"the worker process ended ({type(error).__name__})"
         if kind != "ready":
             process.kill()
             process.wait()
+            bell.close()
             raise RuntimeError(detail)
-        worker = cls(evaluator, process)
+        bell.prompt = listeners[1]
+        worker = cls(evaluator, process, bell)
         worker._reader.start()
         return worker
 
@@ -172,17 +235,25 @@ class WorkerProcess:
         if self._stopped:
             raise RuntimeError("the live worker process is stopping")
         self._requests.send(frame(captured))
+        self.bell.sent()
+
+    def app_waits(self) -> None:
+        """The app starts to wait on a model: the moment to announce what it sent (see Doorbell)."""
+        self.bell.app_waits()
 
     def listen(self, listeners: Listeners) -> None:
         """What the app waits for, from now on (requests already sent included): see `Listeners`."""
         if self._stopped:
             raise RuntimeError("the live worker process is stopping")
         self._requests.send(frame(listeners))
+        self.bell.prompt = listeners[1]
+        self.bell.ring()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Ask the worker to stop (it cancels what it is still evaluating), then wait for its last event."""
         self._stopped = True
         self._requests.close(frame(None))
+        self.bell.ring()
         self._reader.join(timeout)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout)
@@ -190,6 +261,7 @@ class WorkerProcess:
             self.process.kill()
             self.process.wait()
         self._requests.join(1.0)
+        self.bell.close()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -232,19 +304,34 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
 
     diagnostics_wanted, prompt = settings["listeners"]
     out = EventBatch(events, loop, prompt=prompt)
+    bell = settings["doorbell"]
+    os.set_blocking(bell, False)
 
     def listen(listeners: Listeners) -> None:
         nonlocal diagnostics_wanted
         diagnostics_wanted = listeners[0]
         out.set_prompt(listeners[1])
 
-    def receive() -> None:  # a thread: the pipe is read with blocking reads
+    def receive() -> None:  # a thread: the pipe is read with blocking reads, when the bell rings (see Doorbell)
+        prompt_intake, bell_open = settings["listeners"][1], True
         with contextlib.suppress(EOFError):  # EOF: the app's process is gone, stop as if told to
-            while (item := read_frame(requests)) is not None:
-                if isinstance(item, tuple):
-                    loop.call_soon_threadsafe(listen, item)
-                else:
-                    loop.call_soon_threadsafe(inbox.put_nowait, item)
+            while True:
+                if prompt_intake or not bell_open:  # the app waits on us (or is gone): read each request as it comes
+                    select.select([requests, bell] if bell_open else [requests], [], [])
+                elif not select.select([bell], [], [], settings["intake_poll_s"])[0] and not readable(requests):
+                    continue
+                if bell_open:
+                    with contextlib.suppress(BlockingIOError):
+                        bell_open = os.read(bell, 4096) != b""  # b"": the app's end is closed
+                while readable(requests):
+                    item = read_frame(requests)
+                    if item is None:
+                        raise EOFError
+                    if isinstance(item, tuple):
+                        prompt_intake = item[1]
+                        loop.call_soon_threadsafe(listen, item)
+                    else:
+                        loop.call_soon_threadsafe(inbox.put_nowait, item)
         loop.call_soon_threadsafe(stop.set)
 
     async def consume() -> None:
@@ -271,6 +358,11 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
         telemetry.shutdown()
         out.flush()
         write_frame(events, ("stopped", None))
+
+
+def readable(stream: IO[bytes]) -> bool:
+    """The pipe holds something to read, or was closed (a read then ends in EOFError)."""
+    return bool(select.select([stream], [], [], 0)[0])
 
 
 class EventBatch:
@@ -346,7 +438,7 @@ def main() -> None:
     events = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print anywhere in the worker goes to stderr, never into the event pipe
     sys.stdout = sys.stderr
-    requests = sys.stdin.buffer
+    requests = os.fdopen(0, "rb", buffering=0)  # unbuffered: what select() sees readable is all there is
     try:
         settings = read_frame(requests)
     except EOFError:

@@ -242,12 +242,18 @@ def _plain_tables_sql(dialect: Dialect) -> list[str]:
 
 
 _VERSION_KEY = "schema_version"
+_LINK_CHECK_SQL = "INSERT INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _PIN_SPLIT_SQL = "INSERT INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?) ON CONFLICT "
 
 
 def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), _IN_SLICE):
         yield items[start : start + _IN_SLICE]
+
+
+def _link_statements(run_id: str, sample_id: str, check_ids: Iterable[str]) -> list[Statement]:
+    rows = [(run_id, sample_id, check_id) for check_id in check_ids]
+    return [(_LINK_CHECK_SQL, rows)] if rows else []
 
 
 def _marks(items: Sequence[Any]) -> str:
@@ -427,11 +433,9 @@ class RecordStore(RecordQueries, RecordCache):
 
     def link_checks(self, run_id: str, sample_id: str, check_ids: Iterable[str]) -> None:
         """Record that a run used these (global) checks for a sample."""
-        rows = [(run_id, sample_id, check_id) for check_id in check_ids]
-        if rows:
-            self._write([(
-                "INSERT INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", rows
-            )])
+        statements = _link_statements(run_id, sample_id, check_ids)
+        if statements:
+            self._write(statements)
 
     def copy_pinned_splits(self, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> None:
         """The splits `sample_ids` used in the base run become theirs in the new run (copied rows)."""
@@ -634,6 +638,17 @@ class RecordStore(RecordQueries, RecordCache):
 
     async def aput(self, *records: Record) -> None:
         statements = self._put_statements(records)
+        if statements:
+            await self._group.submit(statements)
+
+    async def alink_checks(self, run_id: str, sample_id: str, check_ids: Iterable[str]) -> None:
+        statements = _link_statements(run_id, sample_id, check_ids)
+        if statements:
+            await self._group.submit(statements)
+
+    async def aput_checks(self, run_id: str, sample_id: str, checks: Sequence[Check]) -> None:
+        """Store checks and link them to a run's sample, in one transaction (shared with other writes)."""
+        statements = self._put_statements(checks) + _link_statements(run_id, sample_id, [c.id for c in checks])
         if statements:
             await self._group.submit(statements)
 

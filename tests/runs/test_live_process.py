@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from ragcourt.runs import live_process
 from ragcourt.runs.live import LiveEvaluator
 from ragcourt.runs.live_engine import CapturedRequest
 from ragcourt.runs.live_process import (
     EVENT_DELAY_S,
     STARTED_DELAY_S,
+    Doorbell,
     EventBatch,
     RequestPipe,
     frame,
@@ -150,6 +152,74 @@ def test_a_worker_gone_takes_nothing_and_the_sender_is_told_once(caplog) -> None
     pipe.close(frame(None))
     pipe.join(5)
     assert not pipe.pending
+
+
+def rings(fd: int) -> bytes:
+    """What the bell's pipe holds now (b"" when nothing)."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return b""
+
+
+def test_the_bell_announces_a_hand_off_once_when_the_app_starts_to_wait_and_at_once_while_the_app_waits_on_us() -> None:
+    read_end, write_end = os.pipe()
+    bell = Doorbell(write_end)
+    bell.app_waits()
+    assert rings(read_end) == b""  # nothing handed over: the app's model calls ring nothing
+    bell.sent()
+    bell.sent()
+    assert rings(read_end) == b""  # handed over: nobody is woken in the moment the app's request ends
+    bell.app_waits()
+    bell.app_waits()
+    assert rings(read_end) == b"\0"  # once for both, at the first wait
+    bell.prompt = True  # a flush(), on_result or stream() reader waits on the worker
+    bell.sent()
+    assert rings(read_end) == b"\0"
+    bell.close()
+    os.close(read_end)
+
+
+def test_a_bell_nobody_reads_never_blocks_or_raises_into_the_app() -> None:
+    read_end, write_end = os.pipe()
+    bell = Doorbell(write_end)
+    while True:  # fill it
+        try:
+            os.write(write_end, b"\0" * 4096)
+        except BlockingIOError:
+            break
+    bell.ring()
+    os.close(read_end)
+    bell.ring()  # the worker is gone
+    bell.close()
+
+
+def wait_for_count(live: LiveEvaluator, name: str, value: int, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if getattr(live.counts(), name) == value:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_worker_takes_up_a_hand_off_when_the_bell_rings_not_when_it_is_written(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(live_process, "INTAKE_POLL_S", 3600.0)  # no poll: only the bell
+    with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process") as live:
+        assert live.submit("How long is the warranty?", ["The kettle has a two-year warranty."], "Two years.")
+        time.sleep(4 * EVENT_DELAY_S)  # the worker would have told it started (its events wait EVENT_DELAY_S)
+        counts = live.counts()
+        assert (counts.queued, counts.evaluating, counts.evaluated) == (1, 0, 0)
+        live.app_waits()  # the handler's on_chat_model_start
+        assert wait_for_count(live, "evaluated", 1)
+
+
+def test_without_a_bell_the_worker_takes_up_a_hand_off_at_its_poll(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(live_process, "INTAKE_POLL_S", 0.2)
+    with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process") as live:
+        assert live.submit("How long is the warranty?", ["The kettle has a two-year warranty."], "Two years.")
+        assert wait_for_count(live, "evaluated", 1)  # no flush(), no model call of the app: the poll took it
 
 
 class CountingStream(io.BytesIO):

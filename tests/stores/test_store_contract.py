@@ -122,6 +122,15 @@ def test_json_path_reads(store: RecordStore) -> None:
     assert store.get_diagnostics_without_graphs("r1") == [with_graph.model_copy(update={"alignment_graph": None})]
 
 
+async def test_checks_stored_and_linked_together_or_linked_alone_from_async_code(store: RecordStore) -> None:
+    checks = [_check(1), _check(2)]
+    await asyncio.gather(store.aput_checks("r1", "s1", checks), store.aput_checks("r1", "s2", []))  # one commit
+    await store.alink_checks("r2", "s1", [checks[1].id, checks[1].id])
+    await store.alink_checks("r2", "s1", [])
+    assert store.checks_for("r1", "s1") == checks and store.checks_for("r1", "s2") == []
+    assert store.checks_for("r2") == [checks[1]]  # linked once, stored by the first run
+
+
 def test_reconciled_of_checks_in_stored_order(store: RecordStore) -> None:
     checks = [_check(n) for n in range(3)]
     reconciled = [Reconciled(run_id="r1", check_id=c.id, kind=c.kind, sample_id="s1", label=Label.YES,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 import pytest
 from langchain_core.documents import Document
@@ -139,6 +140,33 @@ def test_both_workers_evaluate_the_same_and_account_for_each_request(tmp_path, w
     with RecordStore(tmp_path / "store.sqlite") as store:
         assert sorted(d.sample_id for d in store.get_diagnostics("r")) == sorted(d.sample_id for d in results)
     assert all(d.metric("completeness") is not None for d in results)
+
+
+def test_the_next_model_call_of_the_app_is_when_the_worker_process_takes_up_a_finished_request(
+        tmp_path, monkeypatch) -> None:
+    """The hand-off at a request's end wakes nobody; the app's next chat model call rings the worker's bell
+    (runs.live_process.Doorbell), so the evaluation runs while the app waits on its model."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.output_parsers import StrOutputParser
+
+    from ragcourt.runs import live_process
+
+    monkeypatch.setattr(live_process, "INTAKE_POLL_S", 3600.0)  # no poll: only the bell
+    model = FakeListChatModel(responses=["The warranty lasts two years."] * 2)
+    app = RunnableParallel(context=RunnableLambda(lambda question: DOCS), question=RunnablePassthrough()).assign(
+        answer=RunnableLambda(lambda x: x["question"]) | model | StrOutputParser())
+    with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process") as live:
+        app.invoke("How long is the warranty?", config={"callbacks": [live.handler]})
+        time.sleep(2.0)  # the worker would have said it started (its events wait 0.5 s while nobody waits on them)
+        assert (live.counts().queued, live.counts().evaluated) == (1, 0)
+        app.invoke("Can I return it?", config={"callbacks": [live.handler]})  # its model call rings
+        deadline = time.monotonic() + 60
+        while live.counts().evaluated < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert live.counts().evaluated >= 1
+        assert live.flush(timeout=60)  # the second is announced by the flush
+    counts = live.counts()
+    assert (counts.requests, counts.evaluated, counts.queued) == (2, 2, 0) and counts.accounted
 
 
 def test_a_worker_process_cannot_take_objects_of_this_process(tmp_path) -> None:
