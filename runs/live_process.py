@@ -153,11 +153,11 @@ class Doorbell:
 
     A write into the requests pipe alone wakes nobody: the worker reads it when the bell rings, or every
     INTAKE_POLL_S at the latest. The bell rings when the app starts to wait on a chat model (the handler's
-    on_chat_model_start: `app_waits`), so the worker takes up and evaluates a request while the app waits,
-    not in the moment after the app's request ended, which is when the app starts its next request and the threads
-    it runs on (a background process that is runnable then, even at idle priority, makes a thread the app starts
-    wait for a scheduler tick: bench/live_overhead.py). While the app waits on the worker (`prompt`: flush(),
-    on_result or a stream() reader), every hand-off rings at once.
+    on_chat_model_start: `app_waits`), so the worker takes up and evaluates a request while the app waits, not in
+    the moment after the app's request ended: then the app starts its next request and the threads it runs on,
+    and a background process that is runnable then, even at idle priority, makes a thread the app starts wait
+    for a scheduler tick (docs/BENCHMARKS.md, "Live traffic"). While the app waits on the worker (`prompt`:
+    flush(), on_result or a stream() reader), every hand-off rings at once.
     """
 
     def __init__(self, fd: int) -> None:
