@@ -147,8 +147,8 @@ async def judge_pairs(state: MatchState, runtime: Runtime[MatchContext]) -> Matc
     # identical answers give one check for both orders: judge it once
     checks = list({c.id: c for pair in pairs.values() for c in pair.judged()}.values())
     await ctx.store.aput(*checks)
-    for question_id, pair in pairs.items():
-        await ctx.store.alink_checks(ctx.run_id, question_id, [c.id for c in pair.judged()])
+    await asyncio.gather(*(ctx.store.alink_checks(ctx.run_id, question_id, [c.id for c in pair.judged()])
+                           for question_id, pair in pairs.items()))  # one group commit for all the questions
     verdicts = await asyncio.gather(*(_jury_member(ctx, judge, checks) for judge in ctx.judges))
     metric = _metric_verdicts(ctx, pairs, dict(set_a.answers), dict(set_b.answers))
     return {

@@ -13,17 +13,19 @@ same per-sample graph as a batch run. Diagnostics go to the record store, to `di
 run directory (so `ragcourt watch RUN` follows it), to `on_result`, and to every `stream()` iterator.
 
 How it stays out of the app's way:
-- The handler's callbacks only copy references and count: no I/O, no LLM call, no waiting. It runs inline
-  (`run_inline`), so an async app does not pay an executor hop per callback.
+- The handler's callbacks copy plain values and count; their only I/O is non-blocking pipe writes (the
+  hand-off, the doorbell); no LLM call, no waiting. It runs inline (`run_inline`), so an async app does not
+  pay an executor hop per callback.
 - Every callback catches its own exceptions (counted as `handler_errors`): nothing raises into the app.
 - Evaluation runs in a worker PROCESS (runs.live_process) fed through a pipe: graph steps, pydantic,
   JSON, SQLite writes and the judge's HTTP client never hold the app's interpreter. The thread that finishes
   a request captures plain values (no Chunk is validated or hashed there), pickles them and writes them to the
   pipe without blocking. The write wakes nobody: the app's next chat model call (`on_chat_model_start`) rings
   the worker's doorbell, so the evaluation runs while the app waits on its model, not in the moment its next
-  request starts its threads (runs.live_process.Doorbell; within a second at the latest). A reader thread applies the worker's events to the counts; the worker sends them in
-  batches, twice a second while nothing waits on them (so `counts()` lags by up to half a second), at once
-  while `flush()`, `on_result` or a `stream()` reader does, and sends the diagnostics only to those two.
+  request starts its threads (runs.live_process.Doorbell; within a second at the latest). A reader thread
+  applies the worker's events to the counts; the worker sends them in batches, twice a second while nothing
+  waits on them (so `counts()` lags by up to half a second), at once while `flush()`, `on_result` or a
+  `stream()` reader does, and sends the diagnostics only to those two.
   `worker="thread"` evaluates in one background thread of the app's process instead (its own event loop):
   an asyncio task on the app's loop would delay the app's requests and would not exist for a sync app.
   A thread costs the app a few % of latency (bench/live_overhead.py); it is what runs when you pass a
