@@ -19,10 +19,12 @@ How it stays out of the app's way:
 - Every callback catches its own exceptions (counted as `handler_errors`): nothing raises into the app.
 - Evaluation runs in a worker PROCESS (runs.live_process) fed through a pipe: graph steps, pydantic,
   JSON, SQLite writes and the judge's HTTP client never hold the app's interpreter. The thread that finishes
-  a request captures plain values (no Chunk is validated or hashed there), pickles them and writes them to the
-  pipe without blocking. The write wakes nobody: the app's next chat model call (`on_chat_model_start`) rings
-  the worker's doorbell, so the evaluation runs while the app waits on its model, not in the moment its next
-  request starts its threads (runs.live_process.Doorbell; within a second at the latest). A reader thread
+  a request captures plain values (no Chunk is validated or hashed there) and appends them to a list. The
+  requests go in batches: an app's chat model call (`on_chat_model_start`) half a second or more after the oldest
+  one pickles them, writes them to the pipe without blocking and rings the worker's doorbell, so the evaluation
+  runs while the app waits on its model, not in the moment its next request starts its threads, and the app
+  pays for the cold caches of the hand-off and of the worker's wake-up once per batch, not per request
+  (runs.live_process.HandOff; within 1.5 s at the latest without a model call). A reader thread
   applies the worker's events to the counts; the worker sends them in batches, twice a second while nothing
   waits on them (so `counts()` lags by up to half a second), at once while `flush()`, `on_result` or a
   `stream()` reader does, and sends the diagnostics only to those two.
@@ -196,7 +198,9 @@ class LiveEvaluator:
         self.on_result = on_result
         self.handler = LiveCallbackHandler(self, question_key=question_key, answer_key=answer_key)
         self._random = random.Random(seed)
-        self._lock = threading.Lock()
+        # Reentrant: flush() holds it while it tells the worker who listens, which sends the requests held for
+        # it, and one that does not pickle is counted (_hand_off_failed) there.
+        self._lock = threading.RLock()
         self._counts: dict[str, int] = dict.fromkeys(LiveCounts.model_fields, 0)
         self._subscribers: list[_Subscriber] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -342,7 +346,7 @@ class LiveEvaluator:
             process = self._process
         try:
             if process is not None:
-                process.send(captured)  # a pickle and a write that never blocks: the bound is the count above
+                process.send(captured)  # held for the next batch (runs.live_process.HandOff): the bound is the count
             else:
                 assert self._inbox is not None and self._loop is not None
                 self._loop.call_soon_threadsafe(self._inbox.put_nowait, captured)
@@ -351,16 +355,17 @@ class LiveEvaluator:
                 self._counts["queued"] -= 1
                 self._counts["dropped_closed"] += 1
             return False
-        except Exception:  # it cannot be handed over (a document's metadata that does not pickle): never the app's
-            logger.warning("live evaluation: a sampled request could not be handed to the worker", exc_info=True)
-            with self._lock:
-                self._counts["queued"] -= 1
-                self._counts["uncapturable"] += 1
-            return False
         return True
 
+    def _hand_off_failed(self, requests: int) -> None:
+        """Queued requests the worker process could not be sent (a document's metadata that does not pickle)."""
+        with self._lock:
+            self._counts["queued"] -= requests
+            self._counts["uncapturable"] += requests
+            self._idle.notify_all()
+
     def app_waits(self) -> None:
-        """The app starts to wait on a model: the worker process may take up what it was sent (Doorbell)."""
+        """The app starts to wait on a model: the moment to hand the worker process what waits (HandOff)."""
         process = self._process
         if process is not None:
             process.app_waits()

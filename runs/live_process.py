@@ -9,12 +9,13 @@ and ("finished", (ok, diagnostics JSON or None while the app wants none)); ("sto
 process keeps every count (runs.live.LiveEvaluator); this module only moves requests there and events back.
 A third pipe, the Doorbell, says when the worker should read the requests: when the app starts to wait on a model.
 
-What the app's process pays per sampled request is one pickle and one non-blocking write to the pipe, in the
-thread that finished the request (bench/live_overhead.py): no thread is woken for it, in the app's process or in
-the worker's (the worker takes the request up at the app's next model call, or within INTAKE_POLL_S). A thread
-writes only what a full pipe did not take. The worker runs at the lowest CPU priority (`run_in_background`) and
-writes its events in batches (EventBatch): while nothing in the app waits on them, twice a second, so the app's
-reader thread wakes twice a second rather than once per request.
+What the app's process pays per sampled request, in the thread that finished it, is appending it to a list
+(bench/live_overhead.py): the HandOff sends the requests it holds in batches, at the app's first model call
+INTAKE_BATCH_S after the oldest of them (or within INTAKE_POLL_S more without one), each pickled in its own frame,
+in one non-blocking write and one ring; no thread is woken per request, in the app's process or in the worker's.
+A thread writes only what a full pipe did not take. The worker runs at the lowest CPU priority
+(`run_in_background`) and writes its events in batches (EventBatch): while nothing in the app waits on them, twice
+a second, so the app's reader thread wakes twice a second rather than once per request.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -47,7 +49,8 @@ HEADER = struct.Struct(">I")
 WORKER_NICENESS = 19  # the lowest priority: see run_in_background()
 STARTED_DELAY_S = 0.1  # see EventBatch
 EVENT_DELAY_S = 0.5  # see EventBatch
-INTAKE_POLL_S = 1.0  # see Doorbell
+INTAKE_POLL_S = 1.0  # see HandOff
+INTAKE_BATCH_S = 0.5  # see HandOff
 PIPE_BYTES = 1 << 20  # the requests pipe's buffer asked for (Linux allows up to 1 MiB unprivileged)
 
 
@@ -149,36 +152,13 @@ Listeners = tuple[bool, bool]
 
 
 class Doorbell:
-    """The app's side of the doorbell pipe: one byte tells the worker to read the requests pipe now.
-
-    A write into the requests pipe alone wakes nobody: the worker reads it when the bell rings, or every
-    INTAKE_POLL_S at the latest. The bell rings when the app starts to wait on a chat model (the handler's
-    on_chat_model_start: `app_waits`), so the worker takes up and evaluates a request while the app waits, not in
-    the moment after the app's request ended: then the app starts its next request and the threads it runs on,
-    and a background process that is runnable then, even at idle priority, makes a thread the app starts wait
-    for a scheduler tick (docs/BENCHMARKS.md, "Live traffic"). While the app waits on the worker (`prompt`:
-    flush(), on_result or a stream() reader), every hand-off rings at once.
-    """
+    """The app's end of the doorbell pipe: one byte tells the worker to read the requests pipe now (see HandOff)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         os.set_blocking(fd, False)
-        self.prompt = False
-        self.unannounced = False  # something was sent that the bell has not announced yet
-
-    def sent(self) -> None:
-        if self.prompt:
-            self.ring()
-        else:
-            self.unannounced = True
-
-    def app_waits(self) -> None:
-        if self.unannounced:
-            self.ring()
 
     def ring(self) -> None:
-        # Unlocked: a ring lost to a race is made up by the worker's poll, a second ring costs one byte.
-        self.unannounced = False
         with contextlib.suppress(OSError):  # full: the worker has not read the rings before, which say the same
             os.write(self.fd, b"\0")
 
@@ -187,14 +167,101 @@ class Doorbell:
             os.close(self.fd)
 
 
+class HandOff:
+    """The app's side of the hand-off: when captured requests go to the worker, and the doorbell with them.
+
+    A request the app finished waits here as it was captured: the app's thread that finished it appends it to a
+    list and returns. The held requests go together, each pickled in its own frame, in one write to the requests
+    pipe and one ring of the doorbell, when the app starts to wait on a chat model (the handler's
+    on_chat_model_start: `app_waits`) at least `batch_s` after the oldest of them was added. So the worker takes up
+    and evaluates requests while the app waits on its model, not in the moment after the app's request ended: then
+    the app starts its next request and the threads it runs on, and a background process that is runnable then, even
+    at idle priority, makes a thread the app starts wait for a scheduler tick (docs/BENCHMARKS.md, "Live traffic").
+    And it does so once for several requests: the pickling, the write and the ring run on caches that the app's
+    wait on its model has left cold (each costs there ten times what it costs in a loop), and each wake-up of the
+    worker on the app's core evicts the app's code and data from that core's caches, which the app pays for in its
+    next request; batched, the app pays once per batch, not once per request.
+
+    Without a model call, a thread sends what waits `batch_s` or longer every `poll_s`. While the app waits on the
+    worker (`prompt`: flush(), on_result or a stream() reader), every request goes at once. A request that does not
+    pickle goes to `unsendable` (counted by the evaluator) and never reaches the pipe.
+    """
+
+    def __init__(self, requests: RequestPipe, bell: Doorbell, *, batch_s: float, poll_s: float,
+                 unsendable: Callable[[int], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.requests, self.bell, self.batch_s, self.clock = requests, bell, batch_s, clock
+        self.unsendable = unsendable
+        self.prompt = False
+        self._lock = threading.Lock()
+        self._held: list[CapturedRequest] = []
+        self._oldest: float | None = None  # when the oldest held request was added
+        self._closed = threading.Event()
+        self._timer = threading.Thread(target=self._send_overdue, args=(poll_s,), name="ragcourt-live-hand-off",
+                                       daemon=True)
+        self._timer.start()
+
+    def add(self, captured: CapturedRequest) -> None:
+        with self._lock:
+            self._held.append(captured)
+            if self._oldest is None:
+                self._oldest = self.clock()
+        if self.prompt:
+            self.send_held()
+
+    def app_waits(self) -> None:
+        oldest = self._oldest  # read unlocked: a request added meanwhile waits for the next call or the timer
+        if oldest is not None and self.clock() - oldest >= self.batch_s:
+            self.send_held()
+
+    def set_prompt(self, prompt: bool) -> None:
+        self.prompt = prompt
+        if prompt:
+            self.send_held()
+
+    def send_held(self, last: bytes = b"") -> None:
+        """Send what is held, then `last` (a frame of the app's own), in one write; ring once."""
+        with self._lock:
+            held, self._held, self._oldest = self._held, [], None
+            frames, failed = [], 0
+            for captured in held:
+                try:
+                    frames.append(frame(captured))
+                except Exception:  # noqa: BLE001 - a document's metadata that does not pickle: never the app's
+                    logger.warning("live evaluation: a sampled request could not be handed to the worker",
+                                   exc_info=True)
+                    failed += 1
+            if frames or last:
+                self.requests.send(b"".join(frames) + last)
+        if failed:
+            self.unsendable(failed)
+        if frames or last:
+            self.bell.ring()
+
+    def close(self, last: bytes) -> None:
+        """Send what is held and `last`, then close the requests pipe once all is written."""
+        self._closed.set()
+        self.send_held()
+        self.requests.close(last)
+        self.bell.ring()
+
+    def _send_overdue(self, poll_s: float) -> None:
+        while not self._closed.wait(poll_s):
+            oldest = self._oldest
+            if oldest is not None and self.clock() - oldest >= self.batch_s:
+                self.send_held()
+
+
 class WorkerProcess:
-    """The app-side end: requests go out through a RequestPipe, announced by a Doorbell; a reader thread applies
+    """The app-side end: requests go out through a HandOff (a RequestPipe and a Doorbell); a reader thread applies
     the worker's events to the evaluator's counts. `send` never waits on the pipe or the worker."""
 
-    def __init__(self, evaluator: LiveEvaluator, process: subprocess.Popen[bytes], bell: Doorbell) -> None:
+    def __init__(self, evaluator: LiveEvaluator, process: subprocess.Popen[bytes], bell: Doorbell, *,
+                 prompt: bool) -> None:
         assert process.stdin is not None
-        self.evaluator, self.process, self.bell = evaluator, process, bell
-        self._requests = RequestPipe(process.stdin, written_later=bell.ring)
+        self.evaluator, self.process = evaluator, process
+        self.hand_off = HandOff(RequestPipe(process.stdin, written_later=bell.ring), bell, batch_s=INTAKE_BATCH_S,
+                                poll_s=INTAKE_POLL_S, unsendable=evaluator._hand_off_failed)
+        self.hand_off.prompt = prompt
         self._reader = threading.Thread(target=self._read, name="ragcourt-live-reader", daemon=True)
         self._stopped = False
 
@@ -216,8 +283,7 @@ class WorkerProcess:
         try:
             write_frame(process.stdin, {"home": str(home), "run_id": run_id, "config": config.model_dump_json(),
                                         "app_name": app_name, "langsmith_feedback": langsmith_feedback,
-                                        "listeners": listeners, "doorbell": bell_out,
-                                        "intake_poll_s": INTAKE_POLL_S})
+                                        "listeners": listeners, "doorbell": bell_out})
             kind, detail = read_frame(process.stdout)
         except (EOFError, OSError) as error:
             kind, detail = "error", f"the worker process ended ({type(error).__name__})"
@@ -226,42 +292,38 @@ class WorkerProcess:
             process.wait()
             bell.close()
             raise RuntimeError(detail)
-        bell.prompt = listeners[1]
-        worker = cls(evaluator, process, bell)
+        worker = cls(evaluator, process, bell, prompt=listeners[1])
         worker._reader.start()
         return worker
 
     def send(self, captured: CapturedRequest) -> None:
         if self._stopped:
             raise RuntimeError("the live worker process is stopping")
-        self._requests.send(frame(captured))
-        self.bell.sent()
+        self.hand_off.add(captured)
 
     def app_waits(self) -> None:
-        """The app starts to wait on a model: the moment to announce what it sent (see Doorbell)."""
-        self.bell.app_waits()
+        """The app starts to wait on a model: the moment to hand over what it holds (see HandOff)."""
+        self.hand_off.app_waits()
 
     def listen(self, listeners: Listeners) -> None:
         """What the app waits for, from now on (requests already sent included): see `Listeners`."""
         if self._stopped:
             raise RuntimeError("the live worker process is stopping")
-        self._requests.send(frame(listeners))
-        self.bell.prompt = listeners[1]
-        self.bell.ring()
+        self.hand_off.send_held(last=frame(listeners))
+        self.hand_off.set_prompt(listeners[1])
 
     def stop(self, timeout: float = 30.0) -> None:
         """Ask the worker to stop (it cancels what it is still evaluating), then wait for its last event."""
         self._stopped = True
-        self._requests.close(frame(None))
-        self.bell.ring()
+        self.hand_off.close(frame(None))
         self._reader.join(timeout)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout)
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        self._requests.join(1.0)
-        self.bell.close()
+        self.hand_off.requests.join(1.0)
+        self.hand_off.bell.close()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -312,14 +374,14 @@ async def serve(settings: dict[str, Any], requests: IO[bytes], events: IO[bytes]
         diagnostics_wanted = listeners[0]
         out.set_prompt(listeners[1])
 
-    def receive() -> None:  # a thread: the pipe is read with blocking reads, when the bell rings (see Doorbell)
+    def receive() -> None:  # a thread: the pipe is read with blocking reads, when the bell rings (see HandOff)
         prompt_intake, bell_open = settings["listeners"][1], True
         with contextlib.suppress(EOFError):  # EOF: the app's process is gone, stop as if told to
             while True:
                 if prompt_intake or not bell_open:  # the app waits on us (or is gone): read each request as it comes
                     select.select([requests, bell] if bell_open else [requests], [], [])
-                elif not select.select([bell], [], [], settings["intake_poll_s"])[0] and not readable(requests):
-                    continue
+                else:  # every write to the requests pipe is followed by a ring (HandOff, RequestPipe.written_later)
+                    select.select([bell], [], [])
                 if bell_open:
                     with contextlib.suppress(BlockingIOError):
                         bell_open = os.read(bell, 4096) != b""  # b"": the app's end is closed

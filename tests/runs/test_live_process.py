@@ -26,6 +26,7 @@ from ragcourt.runs.live_process import (
     STARTED_DELAY_S,
     Doorbell,
     EventBatch,
+    HandOff,
     RequestPipe,
     frame,
     read_frame,
@@ -163,22 +164,100 @@ def rings(fd: int) -> bytes:
         return b""
 
 
-def test_the_bell_announces_a_hand_off_once_when_the_app_starts_to_wait_and_at_once_while_the_app_waits_on_us() -> None:
-    read_end, write_end = os.pipe()
-    bell = Doorbell(write_end)
-    bell.app_waits()
-    assert rings(read_end) == b""  # nothing handed over: the app's model calls ring nothing
-    bell.sent()
-    bell.sent()
-    assert rings(read_end) == b""  # handed over: nobody is woken in the moment the app's request ends
-    bell.app_waits()
-    bell.app_waits()
-    assert rings(read_end) == b"\0"  # once for both, at the first wait
-    bell.prompt = True  # a flush(), on_result or stream() reader waits on the worker
-    bell.sent()
-    assert rings(read_end) == b"\0"
-    bell.close()
-    os.close(read_end)
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class HandOffPipes:
+    """A HandOff on real pipes: what reached the requests pipe and how often the bell rang, read without blocking."""
+
+    def __init__(self, *, batch_s: float = 0.5, poll_s: float = 3600.0, clock: Any = None) -> None:
+        self.requests_out, requests_in = os.pipe()
+        self.bell_out, bell_in = os.pipe()
+        self.unsendable: list[int] = []
+        self.hand_off = HandOff(RequestPipe(os.fdopen(requests_in, "wb")), Doorbell(bell_in), batch_s=batch_s,
+                                poll_s=poll_s, unsendable=self.unsendable.append, clock=clock or time.monotonic)
+
+    def received(self) -> list[Any]:
+        stream = io.BytesIO(rings(self.requests_out))
+        items = []
+        while stream.tell() < len(stream.getbuffer()):
+            items.append(read_frame(stream))
+        return items
+
+    def close(self) -> None:
+        self.hand_off.close(frame(None))
+        self.hand_off.requests.join(5)
+        self.hand_off.bell.close()
+        os.close(self.requests_out)
+        os.close(self.bell_out)
+
+
+def request(request_id: str, question: str = "How long is the warranty?") -> CapturedRequest:
+    return CapturedRequest(request_id=request_id, question=question, documents=((None, "two years", {}),),
+                           answer="Two years.")
+
+
+def test_the_hand_off_sends_a_batch_at_the_first_model_call_half_a_second_after_the_oldest_and_at_once_while_the_app_waits_on_us(
+        ) -> None:
+    clock = Clock()
+    pipes = HandOffPipes(clock=clock)
+    hand_off = pipes.hand_off
+    hand_off.app_waits()
+    assert (pipes.received(), rings(pipes.bell_out)) == ([], b"")  # nothing held: the app's model calls send nothing
+    hand_off.add(request("a"))
+    clock.now += 0.3
+    hand_off.add(request("b"))
+    assert (pipes.received(), rings(pipes.bell_out)) == ([], b"")  # held: nothing is written when a request ends
+    hand_off.app_waits()
+    assert (pipes.received(), rings(pipes.bell_out)) == ([], b"")  # the oldest was added 0.3 s ago: not due yet
+    clock.now += 0.2
+    hand_off.app_waits()
+    hand_off.app_waits()
+    # Both, each in its frame, and one ring, at the first model call half a second after the first was added.
+    assert (pipes.received(), rings(pipes.bell_out)) == ([request("a"), request("b")], b"\0")
+    hand_off.add(request("c"))
+    clock.now += 0.49
+    hand_off.app_waits()
+    assert (pipes.received(), rings(pipes.bell_out)) == ([], b"")  # the next batch counts from its own oldest
+    hand_off.set_prompt(True)  # a flush(), on_result or stream() reader waits on the worker: what is held goes now
+    assert (pipes.received(), rings(pipes.bell_out)) == ([request("c")], b"\0")
+    hand_off.add(request("d"))  # ... and every request at once
+    assert (pipes.received(), rings(pipes.bell_out)) == ([request("d")], b"\0")
+    pipes.close()
+
+
+def test_without_a_model_call_the_hand_off_sends_what_waits_within_a_poll() -> None:
+    pipes = HandOffPipes(batch_s=0.05, poll_s=0.05)
+    pipes.hand_off.add(request("a"))
+    deadline = time.monotonic() + 10
+    received: list[Any] = []
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.05)
+        received = pipes.received()
+    assert received == [request("a")] and rings(pipes.bell_out) == b"\0"
+    pipes.close()
+
+
+def test_the_app_frame_follows_what_is_held_in_one_write_and_one_ring() -> None:
+    pipes = HandOffPipes()
+    pipes.hand_off.add(request("a"))
+    pipes.hand_off.send_held(last=frame((True, True)))  # what WorkerProcess.listen sends
+    assert (pipes.received(), rings(pipes.bell_out)) == ([request("a"), (True, True)], b"\0")
+    pipes.close()
+
+
+def test_a_held_request_that_does_not_pickle_is_reported_and_the_rest_of_its_batch_goes() -> None:
+    pipes = HandOffPipes()
+    pipes.hand_off.add(request("bad", question=Unpicklable("How long is the warranty?")))
+    pipes.hand_off.add(request("good"))
+    pipes.hand_off.send_held()
+    assert pipes.received() == [request("good")] and pipes.unsendable == [1]
+    pipes.close()
 
 
 def test_a_bell_nobody_reads_never_blocks_or_raises_into_the_app() -> None:
@@ -204,22 +283,23 @@ def wait_for_count(live: LiveEvaluator, name: str, value: int, timeout: float = 
     return False
 
 
-def test_the_worker_takes_up_a_hand_off_when_the_bell_rings_not_when_it_is_written(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(live_process, "INTAKE_POLL_S", 3600.0)  # no poll: only the bell
+def test_the_worker_takes_up_a_request_at_the_app_s_model_call_not_when_the_request_ends(tmp_path,
+                                                                                          monkeypatch) -> None:
+    monkeypatch.setattr(live_process, "INTAKE_POLL_S", 3600.0)  # no timer: only the model call
     with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process") as live:
         assert live.submit("How long is the warranty?", ["The kettle has a two-year warranty."], "Two years.")
         time.sleep(4 * EVENT_DELAY_S)  # the worker would have told it started (its events wait EVENT_DELAY_S)
         counts = live.counts()
         assert (counts.queued, counts.evaluating, counts.evaluated) == (1, 0, 0)
-        live.app_waits()  # the handler's on_chat_model_start
+        live.app_waits()  # the handler's on_chat_model_start, more than INTAKE_BATCH_S after the request ended
         assert wait_for_count(live, "evaluated", 1)
 
 
-def test_without_a_bell_the_worker_takes_up_a_hand_off_at_its_poll(tmp_path, monkeypatch) -> None:
+def test_without_a_model_call_the_worker_gets_a_request_within_a_poll(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(live_process, "INTAKE_POLL_S", 0.2)
     with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process") as live:
         assert live.submit("How long is the warranty?", ["The kettle has a two-year warranty."], "Two years.")
-        assert wait_for_count(live, "evaluated", 1)  # no flush(), no model call of the app: the poll took it
+        assert wait_for_count(live, "evaluated", 1)  # no flush(), no model call of the app: the timer sent it
 
 
 class CountingStream(io.BytesIO):
@@ -302,40 +382,12 @@ class Unpicklable(str):
 
 
 def test_a_request_that_cannot_be_handed_over_is_counted_and_nothing_waits_for_it(tmp_path) -> None:
-    """A request the pipe cannot take (here a question that does not pickle) is uncapturable, and flush() returns:
-    it was never counted as queued."""
+    """A request the pipe cannot take (here a question that does not pickle) is uncapturable once its batch is sent,
+    and flush() returns: it no longer counts as queued."""
     with LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process") as live:
-        assert not live.submit(Unpicklable("How long is the warranty?"), ["The kettle has a two-year warranty."], "2y")
+        assert live.submit(Unpicklable("How long is the warranty?"), ["The kettle has a two-year warranty."], "2y")
         assert live.submit("How long is the warranty?", ["The kettle has a two-year warranty."], "Two years.")
         assert live.flush(timeout=60)
         counts = live.counts()
     assert (counts.uncapturable, counts.evaluated, counts.queued) == (1, 1, 0)
-
-
-async def test_the_diagnostics_cross_the_pipe_only_while_the_app_listens(tmp_path) -> None:
-    """Without on_result or a stream() reader, a finished evaluation is counted but its diagnostics are not sent:
-    the app's process reads no text for nobody. A reader that subscribes gets every result finished after it."""
-    live = LiveEvaluator(home=tmp_path, run_id="r", sample_rate=1.0, worker="process").start()
-    finished: list[Any] = []
-    counted = live._worker_finished_one
-    live._worker_finished_one = lambda ok, diagnostics: (finished.append(diagnostics), counted(ok, diagnostics))
-    try:
-        assert live.submit("unheard?", ["The kettle has a two-year warranty."], "Two years.", request_id="unheard")
-        assert await asyncio.to_thread(live.flush, 60)
-        assert finished == [None]
-
-        received = []
-
-        async def read() -> None:
-            async for diagnostics in live.stream():
-                received.append(diagnostics.sample_id)
-
-        reader = asyncio.create_task(read())
-        await asyncio.sleep(0)  # subscribed: the worker hears it before the next request
-        assert live.submit("heard?", ["The kettle has a two-year warranty."], "Two years.", request_id="heard")
-        assert await asyncio.to_thread(live.flush, 60)
-    finally:
-        await asyncio.to_thread(live.close)
-    await asyncio.wait_for(reader, 10)
-    assert received == ["heard"] and finished[1] is not None
-    assert live.counts().evaluated == 2
+    assert counts.accounted

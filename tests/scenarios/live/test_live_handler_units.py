@@ -144,14 +144,15 @@ def test_both_workers_evaluate_the_same_and_account_for_each_request(tmp_path, w
 
 def test_the_next_model_call_of_the_app_is_when_the_worker_process_takes_up_a_finished_request(
         tmp_path, monkeypatch) -> None:
-    """The hand-off at a request's end wakes nobody; the app's next chat model call rings the worker's bell
-    (runs.live_process.Doorbell), so the evaluation runs while the app waits on its model."""
+    """A finished request waits in the app's process and wakes nobody; the app's next chat model call half a second
+    later sends it and rings the worker's bell (runs.live_process.HandOff): the evaluation runs while the app waits
+    on its model."""
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_core.output_parsers import StrOutputParser
 
     from ragcourt.runs import live_process
 
-    monkeypatch.setattr(live_process, "INTAKE_POLL_S", 3600.0)  # no poll: only the bell
+    monkeypatch.setattr(live_process, "INTAKE_POLL_S", 3600.0)  # no timer: only the model call
     model = FakeListChatModel(responses=["The warranty lasts two years."] * 2)
     app = RunnableParallel(context=RunnableLambda(lambda question: DOCS), question=RunnablePassthrough()).assign(
         answer=RunnableLambda(lambda x: x["question"]) | model | StrOutputParser())
@@ -159,12 +160,12 @@ def test_the_next_model_call_of_the_app_is_when_the_worker_process_takes_up_a_fi
         app.invoke("How long is the warranty?", config={"callbacks": [live.handler]})
         time.sleep(2.0)  # the worker would have said it started (its events wait 0.5 s while nobody waits on them)
         assert (live.counts().queued, live.counts().evaluated) == (1, 0)
-        app.invoke("Can I return it?", config={"callbacks": [live.handler]})  # its model call rings
+        app.invoke("Can I return it?", config={"callbacks": [live.handler]})  # its model call sends the first
         deadline = time.monotonic() + 60
         while live.counts().evaluated < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert live.counts().evaluated >= 1
-        assert live.flush(timeout=60)  # the second is announced by the flush
+        assert live.flush(timeout=60)  # the flush sends the second
     counts = live.counts()
     assert (counts.requests, counts.evaluated, counts.queued) == (2, 2, 0) and counts.accounted
 
