@@ -188,10 +188,10 @@ class HandOff:
     """
 
     def __init__(self, requests: RequestPipe, bell: Doorbell, *, batch_s: float, poll_s: float,
-                 unsendable: Callable[[int], None], clock: Callable[[], float] = time.monotonic) -> None:
+                 unsendable: Callable[[int], None], prompt: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.requests, self.bell, self.batch_s, self.clock = requests, bell, batch_s, clock
-        self.unsendable = unsendable
-        self.prompt = False
+        self.unsendable, self.prompt = unsendable, prompt
         self._lock = threading.Lock()
         self._held: list[CapturedRequest] = []
         self._oldest: float | None = None  # when the oldest held request was added
@@ -260,8 +260,7 @@ class WorkerProcess:
         assert process.stdin is not None
         self.evaluator, self.process = evaluator, process
         self.hand_off = HandOff(RequestPipe(process.stdin, written_later=bell.ring), bell, batch_s=INTAKE_BATCH_S,
-                                poll_s=INTAKE_POLL_S, unsendable=evaluator._hand_off_failed)
-        self.hand_off.prompt = prompt
+                                poll_s=INTAKE_POLL_S, unsendable=evaluator._hand_off_failed, prompt=prompt)
         self._reader = threading.Thread(target=self._read, name="ragcourt-live-reader", daemon=True)
         self._stopped = False
 
