@@ -17,6 +17,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from ragcourt.metrics.values import Decision, MetricName, any_true, not_available
 from ragcourt.schema import (
@@ -134,20 +135,37 @@ _SMALL = {**_UNITS, **_TEENS, **_TENS}
 _NON_ANSWER_AFTER_NO = frozenset({"idea", "answer", "information", "clue", "data"})
 
 
-def _parse_number(tokens: Sequence[str], start: int) -> tuple[int, int] | None:
+# A decimal point between digits survives punctuation removal as this private-use character, so that
+# "3.5" stays one number instead of becoming "35"; `_number_value` reads it back.
+_DECIMAL_POINT = "\ue000"
+_NUMBER_TOKEN = re.compile(rf"\d+(?:{_DECIMAL_POINT}\d+)?")
+
+
+def _number_value(token: str) -> Decimal | None:
+    """The value of a token written in digits ("35", "3.50", "007"), else None."""
+    if not _NUMBER_TOKEN.fullmatch(token):
+        return None
+    return Decimal(token.replace(_DECIMAL_POINT, "."))
+
+
+def _number_text(value: Decimal) -> str:
+    """One spelling per value: "3.50" and "3.5" -> "3.5", "007" -> "7", "1.5 million" -> "1500000"."""
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+def _parse_number(tokens: Sequence[str], start: int) -> tuple[Decimal, int] | None:
     """(value, index after the number) of the number-word phrase starting at `start`, or None.
 
-    Accepts e.g. "twenty one", "one hundred and five", "two thousand three hundred", "3 million".
-    A token that cannot continue the phrase grammatically ("one two") ends it.
+    Accepts e.g. "twenty one", "one hundred and five", "two thousand three hundred", "3 million",
+    "1.5 million". A token that cannot continue the phrase grammatically ("one two") ends it.
     """
-    total, group, last = 0, 0, ""
+    total, group, last = Decimal(0), Decimal(0), ""
     index = start
-    if (
-        tokens[start].isdigit()
-        and start + 1 < len(tokens)
-        and tokens[start + 1] in _SCALES | {"hundred": 100}
-    ):
-        group, last, index = int(tokens[start]), "small", start + 1
+    leading = _number_value(tokens[start])
+    if leading is not None and start + 1 < len(tokens) and tokens[start + 1] in _SCALES | {"hundred": 100}:
+        group, last, index = leading, "small", start + 1
     while index < len(tokens):
         word = tokens[index]
         if (
@@ -167,11 +185,11 @@ def _parse_number(tokens: Sequence[str], start: int) -> tuple[int, int] | None:
         elif word == "hundred" and last in ("unit", "teen", "tens", "small") and group < 100:
             group, last = group * 100, "hundred"
         elif word in _SCALES and last in ("unit", "teen", "tens", "small", "hundred"):
-            total, group, last = total + group * _SCALES[word], 0, "scale"
+            total, group, last = total + group * _SCALES[word], Decimal(0), "scale"
         else:
             break
         index += 1
-    if last in ("", "small"):  # nothing parsed, or a bare digit without a scale word
+    if last in ("", "small"):  # nothing parsed, or a bare number without a scale word
         return None
     return total + group, index
 
@@ -182,11 +200,12 @@ def _numbers_to_digits(tokens: Sequence[str]) -> list[str]:
     while index < len(tokens):
         parsed = _parse_number(tokens, index)
         if parsed is None:
-            out.append(tokens[index])
+            value = _number_value(tokens[index])
+            out.append(tokens[index] if value is None else _number_text(value))
             index += 1
         else:
-            value, index = parsed
-            out.append(str(value))
+            number, index = parsed
+            out.append(_number_text(number))
     return out
 
 
@@ -200,14 +219,18 @@ def soft_tokens(text: str) -> list[str]:
 
     Beyond `normalize_answer`: accents stripped (NFKD, combining marks dropped, then NFC), Unicode
     punctuation removed, hyphens between words split ("twenty-one" -> "twenty one"), thousands
-    separators dropped ("1,000" -> "1000"), number words turned into digits ("one thousand" ->
-    "1000"), and every CJK / kana / hangul character made its own token, so partial CJK overlap
+    separators dropped ("1,000" -> "1000"), numbers compared as numbers (a decimal point kept: "3.50" and
+    "3.5" are one number, "35" another; ".5" is "0.5"; "007" is "7"), number words turned into digits
+    ("one thousand" -> "1000", "1.5 million" -> "1500000"), and every CJK / kana / hangul character made its own token, so partial CJK overlap
     gets partial F1 instead of 0.
     """
     decomposed = unicodedata.normalize("NFKD", text.lower())
     stripped = unicodedata.normalize(
         "NFC", "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
     )
+    # ".5" -> "0.5", then the point of a decimal number is protected from punctuation removal
+    stripped = re.sub(r"(?<![\w.])\.(?=\d)", "0.", stripped)
+    stripped = re.sub(r"(?<=\d)\.(?=\d)", _DECIMAL_POINT, stripped)
     pieces = []
     for ch in stripped:
         if unicodedata.category(ch).startswith("P") and ch not in "-,":

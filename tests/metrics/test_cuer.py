@@ -105,6 +105,34 @@ def test_numbers_that_differ_stay_different():
     assert soft_tokens("one two") == ["1", "2"]
 
 
+@pytest.mark.parametrize(
+    ("prediction", "gold", "expected"),
+    [
+        # issue 35 item 1, verbatim: the decimal point used to be deleted, so "35" matched "3.5"
+        ("35", "3.5", False),
+        ("1.5 million", "15 million", False),
+        ("3.50", "3.5", True),
+        # numbers as numbers: thousands separators, leading zeros, a bare leading decimal point
+        ("1,000", "1000", True),
+        ("0.5", ".5", True),
+        (".5", "0.50", True),
+        ("05", "5", True),
+        ("1.5 million", "1,500,000", True),
+        ("3.5 percent.", "3.5 percent", True),
+        ("3.05", "3.5", False),
+        ("version 2.1", "version 21", False),
+    ],
+)
+def test_decimals_compare_as_numbers(prediction, gold, expected):
+    assert soft_correct(prediction, [gold]) is expected
+
+
+def test_decimal_tokens():
+    assert soft_tokens("3.50 and .5 at 1,000.25") == ["3.5", "and", "0.5", "at", "1000.25"]
+    # a full stop after a number is punctuation, not a decimal point
+    assert soft_tokens("It was 3. Then 4.") == ["it", "was", "3", "then", "4"]
+
+
 def test_fuzzy_match_threshold():
     # 4 of 5 tokens shared: precision 4/5, recall 4/4 -> F1 8/9 = 0.889 >= 0.8
     assert soft_correct("the university of new york city", ["University of New York"])
