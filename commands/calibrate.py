@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragcourt.commands.elements import fail_all
+from ragcourt.commands.endpoints import require_endpoints
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.commands.progress import Tracker, track_progress
@@ -204,6 +205,7 @@ def calibrate_command(
                 judges = Models(config, store).judges()
             except ConfigError as error:
                 _fail(str(error))
+            require_endpoints(config)
             judge_ids = [j.judge_id for j in judges]
             run = f"calibrate-{content_id([p.sample_id for p in loaded], judge_ids)[:10]}"
             aspects = tuple(dict.fromkeys(label or [HumanAspect.OVERALL]))
@@ -288,6 +290,7 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
             judges = Models(config, store).judges()
         except ConfigError as error:
             _fail(str(error))
+        require_endpoints(config)
         models = {spec.judge_id: spec.model for spec in config.judges}
         with track_progress(_JUDGED[suite], total=None) as tracker:
             report = asyncio.run(run_suite(

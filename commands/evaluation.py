@@ -20,8 +20,7 @@ from ragcourt.commands.output import (
     print_usage,
 )
 from ragcourt.commands.progress import track_progress
-from ragcourt.data.formats import DatasetFormat, parse_column_map
-from ragcourt.data.loaders import load_dataset
+from ragcourt.data.formats import DatasetFormat, parse_column_map, read_dataset
 from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.metrics.values import MetricKey
 from ragcourt.report.method_charts import write_method_charts
@@ -42,11 +41,21 @@ PRECOMPUTED, REFERENCE = "precomputed", "reference"
 Engine = Callable[[Runner, Models], Callable[..., AsyncIterator[SampleDiagnostics]]]
 
 
+MAX_WARNINGS_SHOWN = 5
+
+
 def read_samples(path: Path, format: DatasetFormat = DatasetFormat.AUTO,
-                 column_map: Sequence[str] | None = None) -> list[Sample]:
+                 column_map: Sequence[str] | None = None, *, strict: bool = False) -> list[Sample]:
     """The samples of a dataset file or saved Hugging Face dataset directory in any format data.formats reads,
-    `column_map` as --map gives it; DatasetError when unreadable, ValueError for a bad map."""
-    return list(load_dataset(path, format=format, column_map=parse_column_map(column_map)))
+    `column_map` as --map gives it; DatasetError when unreadable (or, with `strict`, when a row has a field no
+    sample has), ValueError for a bad map. Each such field is printed once as a warning otherwise."""
+    result = read_dataset(path, format=format, column_map=parse_column_map(column_map), strict=strict)
+    for warning in result.warnings[:MAX_WARNINGS_SHOWN]:
+        console.print(f"[yellow]warning:[/yellow] {escape(str(warning))}")
+    if len(result.warnings) > MAX_WARNINGS_SHOWN:
+        console.print(f"[yellow]warning:[/yellow] ... and {len(result.warnings) - MAX_WARNINGS_SHOWN} more fields no "
+                      "sample has")
+    return list(result.samples)
 
 
 def build_system(kind: str, workspace: Workspace, models: Models, collection: str | None) -> RAGSystem:

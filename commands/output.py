@@ -42,6 +42,9 @@ ColumnMapOption = Annotated[list[str] | None, typer.Option(
 DatasetFormatOption = Annotated[DatasetFormat, typer.Option(
     "--format", help="auto (from the first row's fields), ragcourt, ragas (an EvaluationDataset's to_jsonl / "
                      "to_csv), langsmith (an export of examples) or hotpotqa")]
+StrictOption = Annotated[bool, typer.Option(
+    "--strict", help="refuse a row with a top-level field no sample has (without it: a warning naming the file, "
+                     "line and the field it most likely misspells, and the field kept in metadata)")]
 
 
 def fail(message: str) -> NoReturn:
@@ -202,7 +205,7 @@ def print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> 
             report = cube_of_inputs(inputs, config)
             r = report.r_at_k.value
             notes = NaNotes()  # one numbering for both tables: "n/a [k]" is note k, printed under its table
-            table4 = cube_noted_frame(report, notes=notes, spread=True, ranks=inputs.ranks, top_n=inputs.top_n)
+            table4 = cube_noted_frame(report, notes=notes, spread=True)
             print_frame(f"CuBE (seed 000 Table 4): normalized (RAG - closed_book) / (oracle - closed_book); "
                         f"R@k = {'n/a' if r is None else f'{r:.2%}'} (k = TOP-N {inputs.top_n})", table4.marked())
             console.print(escape(f"{reading_legend(report)}. {top_n_note(inputs, config.top_k)}"))

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ragcourt.commands.endpoints import require_endpoints
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.commands.progress import Tracker, track_progress
@@ -195,6 +196,8 @@ def rank(
     try:
         # with only metric judges given, they are the jury: no default lexical judge beside them
         judges = [] if judge is None and metric_judges else Models(config, store).judges()
+        if judges:
+            require_endpoints(config)
         if baselines is not None:
             with track_progress("matches against the baselines", total=None) as progress:
                 placed = asyncio.run(place_against_baselines(answer_sets[0], baselines, judges, store, settings, refs,

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ragcourt.commands.endpoints import require_endpoints
 from ragcourt.commands.evaluation import (
     OTLP_HELP,
     PRECOMPUTED,
@@ -23,6 +24,7 @@ from ragcourt.commands.output import (
     ColumnMapOption,
     DatasetFormatOption,
     Home,
+    StrictOption,
     console,
     print_summary,
     print_table,
@@ -67,6 +69,7 @@ def rerun(
     = None,
     column_map: ColumnMapOption = None,
     dataset_format: DatasetFormatOption = DatasetFormat.AUTO,
+    strict: StrictOption = False,
     otlp_endpoint: Annotated[str | None, typer.Option(help=OTLP_HELP)] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
@@ -87,7 +90,8 @@ def rerun(
             _fail(f"no run '{changed}' in {workspace.store_path}")
         assert base is not None
         try:
-            samples = read_samples(dataset, dataset_format, column_map) if dataset else store.get_samples(changed)
+            samples = (read_samples(dataset, dataset_format, column_map, strict=strict) if dataset
+                       else store.get_samples(changed))
         except (DatasetError, ValueError) as error:
             _fail(str(error))
         kind = system or (PRECOMPUTED if base.system == Precomputed().name else REFERENCE)
@@ -96,6 +100,7 @@ def rerun(
         # runs recorded before RunInfo kept the collection used `run`'s default one
         collection = collection or base.collection or HOTPOTQA_COLLECTION
         config = EvalConfig.model_validate(base.config)
+        require_endpoints(config)
         models = Models(config, store)
         target = build_system(kind, workspace, models, collection)
         vectors = workspace.open_vectors() if kind == REFERENCE else None

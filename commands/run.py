@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from ragcourt.commands.evaluation import Engine, evaluate_and_print, read_samples, reference_system_of
 from ragcourt.commands.gate import enforce_fail_under, thresholds_of
-from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, Home, console, fail
+from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, Home, StrictOption, console, fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
 from ragcourt.metrics.text import has_cjk
@@ -49,6 +49,7 @@ def run(
              "--no-check-endpoints for a server that rejects that request")] = True,
     column_map: ColumnMapOption = None,
     dataset_format: DatasetFormatOption = DatasetFormat.AUTO,
+    strict: StrictOption = False,
     home: Home = DEFAULT_HOME,
     store: Annotated[str | None, typer.Option(
         envvar="RAGCOURT_STORE",
@@ -107,7 +108,7 @@ def run(
     except (ConfigError, ValueError) as error:
         fail(str(error))
     thresholds = thresholds_of(config, str(config_file) if config_file else "config", fail_under)
-    samples = _samples(dataset, dataset_format, column_map)
+    samples = _samples(dataset, dataset_format, column_map, strict)
     if limit:
         samples = samples[:limit]
     try:
@@ -174,9 +175,10 @@ def _dask_engine(workspace: Workspace, config: EvalConfig, system: str, workers:
                                           usage=models.usage).astream
 
 
-def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | None) -> list[Sample]:
+def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | None,
+             strict: bool) -> list[Sample]:
     try:
-        return read_samples(path, dataset_format, column_map)
+        return read_samples(path, dataset_format, column_map, strict=strict)
     except (DatasetError, ValueError) as error:
         fail(str(error))
     except OSError as error:

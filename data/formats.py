@@ -293,6 +293,7 @@ def read_dataset(
     column_map: Mapping[str, str] | None = None,
     limits: FieldLimits = DEFAULT_LIMITS,
     on_error: ErrorPolicy = ErrorPolicy.RAISE,
+    strict: bool = False,
 ) -> LoadResult:
     """The samples of a dataset in any of the formats above.
 
@@ -300,17 +301,18 @@ def read_dataset(
     `save_to_disk` (a DatasetDict's with one split, or one split's directory), or in Python a
     `datasets.Dataset` or a RAGAS `EvaluationDataset` object. `column_map`: our field -> the source's column
     (parse_column_map). DatasetError names the file (or the object's type), the line or row, and the field.
+    A top-level field no sample has is kept in metadata and named in the result's warnings (`strict`: refused).
     """
     mapping = check_column_map(column_map or {})
     format = DatasetFormat(format)
     if not isinstance(source, str | os.PathLike):
-        return _read_object(source, format, mapping, limits, on_error)
+        return _read_object(source, format, mapping, limits, on_error, strict)
     path = Path(source)
     if path.is_dir():
-        return _read_rows(path, _saved_hf_rows(path), format, mapping, limits, on_error)
+        return _read_rows(path, _saved_hf_rows(path), format, mapping, limits, on_error, strict)
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:
-        return _read_rows(path, _parquet_rows(path), format, mapping, limits, on_error)
+        return _read_rows(path, _parquet_rows(path), format, mapping, limits, on_error, strict)
     if format is DatasetFormat.HOTPOTQA or (format is DatasetFormat.AUTO and is_hotpotqa(path)):
         if mapping:
             raise ValueError("a column map does not apply to a HotpotQA file (its fields are fixed)")
@@ -320,18 +322,18 @@ def read_dataset(
         raise DatasetError(path, f"unsupported file type '{suffix}'; use .jsonl, .json, .csv, .parquet or a "
                                  "saved Hugging Face dataset directory")
     adapter = RowAdapter(format, mapping, from_csv=suffix == ".csv")
-    return load_samples(path, on_error=on_error, limits=limits, to_sample=adapter)
+    return load_samples(path, on_error=on_error, limits=limits, to_sample=adapter, strict=strict)
 
 
 Rows = Iterator[tuple[int, Callable[[], Any]]]
 
 
 def _read_rows(source: str | Path, rows: Rows, format: DatasetFormat, mapping: Mapping[str, str],
-               limits: FieldLimits, on_error: ErrorPolicy) -> LoadResult:
+               limits: FieldLimits, on_error: ErrorPolicy, strict: bool = False) -> LoadResult:
     if format is DatasetFormat.HOTPOTQA:
         raise DatasetError(source, "HotpotQA data is read from its IRCoT JSONL file only")
     return collect_rows(source, rows, unit="row", on_error=on_error, limits=limits,
-                        to_sample=RowAdapter(format, mapping))
+                        to_sample=RowAdapter(format, mapping), strict=strict)
 
 
 def _given(row: Mapping[str, Any]) -> Callable[[], dict[str, Any]]:
@@ -403,7 +405,7 @@ def _json_file(path: Path) -> dict[str, Any]:
 
 
 def _read_object(source: Any, format: DatasetFormat, mapping: Mapping[str, str], limits: FieldLimits,
-                 on_error: ErrorPolicy) -> LoadResult:
+                 on_error: ErrorPolicy, strict: bool = False) -> LoadResult:
     """A `datasets.Dataset` or a RAGAS `EvaluationDataset`, recognised by their module and methods."""
     kind = type(source)
     module, name = kind.__module__.split(".")[0], kind.__name__
@@ -411,12 +413,12 @@ def _read_object(source: Any, format: DatasetFormat, mapping: Mapping[str, str],
     if module == "ragas" and hasattr(source, "samples"):
         rows = [sample.model_dump(exclude_none=True) for sample in source.samples]
         chosen = DatasetFormat.RAGAS if format is DatasetFormat.AUTO else format
-        return _read_rows(label, _list_rows(rows), chosen, mapping, limits, on_error)
+        return _read_rows(label, _list_rows(rows), chosen, mapping, limits, on_error, strict)
     if module == "datasets" and name == "DatasetDict":
         splits = list(source)
         raise TypeError(f"a DatasetDict holds the splits {', '.join(splits)}: pass one, e.g. dataset['{splits[0]}']")
     if module == "datasets" and hasattr(source, "column_names") and hasattr(source, "to_list"):
-        return _read_rows(label, _list_rows(source.to_list()), format, mapping, limits, on_error)
+        return _read_rows(label, _list_rows(source.to_list()), format, mapping, limits, on_error, strict)
     raise TypeError(f"dataset= takes a file path, a list of Samples, a datasets.Dataset or a RAGAS "
                     f"EvaluationDataset, not {label}")
 

@@ -17,6 +17,7 @@ What is accepted on purpose:
 from __future__ import annotations
 
 import csv
+import difflib
 import functools
 import io
 import json
@@ -25,6 +26,7 @@ import re
 import stat
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
@@ -114,6 +116,7 @@ class ErrorPolicy(StrEnum):
 class LoadResult:
     samples: tuple[Sample, ...]
     errors: tuple[DatasetError, ...] = ()
+    warnings: tuple[DatasetError, ...] = ()  # accepted but worth a look: a top-level field no sample has
 
 
 class RowError(Exception):
@@ -307,7 +310,8 @@ def _text(field: str, value: Any, *, required: bool = False) -> str | None:
         raise RowError(field, "is empty")
     if required and not _visible(value):
         raise RowError(field, "is empty: it holds only invisible characters (zero-width spaces, joiners, marks)")
-    return value
+    # Optional text that shows nothing is empty text, so its metrics are n/a as for "", never scored as 0.
+    return value if _visible(value) else ""
 
 
 def _visible(text: str) -> str:
@@ -322,8 +326,13 @@ def _sample_id(field: str, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise RowError(field, f"must be a string or an integer, got {_type_name(value)}")
     text = str(value)
-    if not text.strip():
-        raise RowError(field, "is empty")
+    if not _visible(text):
+        raise RowError(field, "is empty" if not text.strip() else "is empty: it holds only invisible characters")
+    control = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
+    if control is not None:
+        # An id is printed in result lines and tables: a newline (or a line separator) would forge a line, an
+        # escape colour the terminal.
+        raise RowError(field, f"contains the control character U+{ord(control):04X}; ids must be printable text")
     return text
 
 
@@ -335,7 +344,8 @@ def _string_list(field: str, value: Any) -> tuple[str, ...]:
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise RowError(f"{field}[{index}]", f"must be a string, got {_type_name(item)}")
-    return tuple(value)
+    # An item that shows nothing is no gold answer or title: ["\u200b"] is no gold at all (n/a, not a miss).
+    return tuple(item for item in value if _visible(item))
 
 
 def paragraph_id(title: str | None, text: str) -> str:
@@ -368,9 +378,22 @@ def _chunks(field: str, value: Any, *, ranked: bool) -> tuple[Chunk, ...] | None
         return None
     if not isinstance(value, list):
         raise RowError(field, f"must be a list, got {_type_name(value)}")
-    return tuple(
+    chunks = tuple(
         _chunk(f"{field}[{i}]", item, rank=i + 1 if ranked else None) for i, item in enumerate(value)
     )
+    first_at: dict[str, int] = {}
+    for index, chunk in enumerate(chunks):
+        if chunk.id in first_at:
+            # Checks and metrics key chunks by id: a repeated id would merge two chunks into one and skew
+            # C-Prec and nDCG without a word.
+            given = isinstance(value[index], dict) and value[index].get("id") is not None
+            why = f"repeats the id {chunk.id!r}" if given else "repeats the text (and title)"
+            raise RowError(
+                f"{field}[{index}]{'.id' if given else ''}",
+                f"{why} of {field}[{first_at[chunk.id]}]; give each chunk its own id, or drop the repeat",
+            )
+        first_at[chunk.id] = index
+    return chunks
 
 
 _TURN_ROLES = ("user", "assistant")
@@ -413,26 +436,29 @@ def _text_problem(text: str) -> str | None:
     return None
 
 
-def _first_bad_text(value: Any, field: str) -> tuple[str, str] | None:
-    """(path, problem) of the first string of `value` (keys included) that is not usable text, if any."""
+def _first_bad_text(value: Any, field: str, *, finite: bool = False) -> tuple[str, str] | None:
+    """(path, problem) of the first string of `value` (keys included) that is not usable text, if any; with
+    `finite`, also of the first NaN or infinity (which JSON does not allow, and a store would keep as null)."""
+    if finite and isinstance(value, float) and not math.isfinite(value):
+        return field, f"is {value}, not a finite number (JSON has no NaN or Infinity); write null or a number"
     if isinstance(value, str):
         problem = _text_problem(value)
         return None if problem is None else (field, problem)
     if isinstance(value, dict):
         for key, item in value.items():
-            found = _first_bad_text(key, field) or _first_bad_text(item, f"{field}.{key}")
+            found = _first_bad_text(key, field) or _first_bad_text(item, f"{field}.{key}", finite=finite)
             if found:
                 return found
     if isinstance(value, list):
         for index, item in enumerate(value):
-            found = _first_bad_text(item, f"{field}[{index}]")
+            found = _first_bad_text(item, f"{field}[{index}]", finite=finite)
             if found:
                 return found
     return None
 
 
-def _refuse_bad_text(row: Mapping[str, Any]) -> None:
-    bad = _first_bad_text(dict(row), "")
+def _refuse_bad_text(row: Mapping[str, Any], *, finite: bool = False) -> None:
+    bad = _first_bad_text(dict(row), "", finite=finite)
     if bad is not None:
         raise RowError(bad[0].lstrip(".") or None, bad[1])
 
@@ -451,6 +477,18 @@ _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+_SPELLINGS = tuple(name for name, aliases in _KNOWN_FIELDS.items() for name in (name, *aliases))
+# The top-level fields of each row that are no sample field (kept in metadata), for the collector that reads
+# the row: set around one call of a row adapter, which may rename a format's fields before sample_of_row.
+_UNKNOWN_FIELDS: ContextVar[list[str] | None] = ContextVar("unknown_fields", default=None)
+
+
+def nearest_field(name: str) -> str | None:
+    """The sample field (or accepted spelling) `name` most likely misspells, if any is close."""
+    match = difflib.get_close_matches(name.lower(), _SPELLINGS, n=1, cutoff=0.75)
+    return match[0] if match else None
+
+
 SAMPLE_FIELDS = tuple(_KNOWN_FIELDS)
 """The fields of a sample row, as the loaders name them (a column map's targets: data.formats)."""
 LIST_FIELDS = ("gold_answers", "gold_titles", "gold_documents", "contexts", "metadata", "history")
@@ -459,6 +497,7 @@ LIST_FIELDS = ("gold_answers", "gold_titles", "gold_documents", "contexts", "met
 
 def sample_of_row(row: Mapping[str, Any]) -> Sample:
     """Map one row (already parsed into Python values) to a Sample; raises RowError."""
+    _refuse_bad_text(row, finite=True)  # a sample has no missing-value NaN (a validity set's scores may)
     used: set[str] = set()
 
     def pick(name: str) -> tuple[str, Any]:
@@ -482,13 +521,14 @@ def sample_of_row(row: Mapping[str, Any]) -> Sample:
     if not isinstance(metadata, dict):
         raise RowError(metadata_field, f"must be an object, got {_type_name(metadata)}")
     metadata = dict(metadata)
-    for key, value in row.items():
-        if key in used:
-            continue
+    unknown = [key for key in row if key not in used]
+    for key in unknown:
         if key in metadata:
             raise RowError(key, "given both at top level and inside 'metadata'; keep one")
-        metadata[key] = value
-    _refuse_bad_text(row)
+        metadata[key] = row[key]
+    sink = _UNKNOWN_FIELDS.get()
+    if sink is not None:
+        sink.extend(unknown)
     try:
         return Sample(
             id=sample_id,
@@ -547,15 +587,18 @@ DEFAULT_LIMITS = FieldLimits()
 class _Collector:
     """Turns row errors into DatasetErrors, applies the error policy and checks ids are unique."""
 
-    def __init__(self, path: Path, on_error: ErrorPolicy, limits: FieldLimits = DEFAULT_LIMITS, unit: str = "line"):
+    def __init__(self, path: Path, on_error: ErrorPolicy, limits: FieldLimits = DEFAULT_LIMITS, unit: str = "line",
+                 strict: bool = False):
         self.path = path
         self.on_error = on_error
         self.limits = limits
         self.unit = unit
+        self.strict = strict  # an unknown top-level field is an error, not a warning
         self.samples: list[Sample] = []
         self.errors: list[DatasetError] = []
         self.rows = 0
         self._id_lines: dict[str, int] = {}
+        self._unknown: dict[str, list[int]] = {}  # unknown top-level field -> the lines that give it
 
     def fail(self, line: int | None, field: str | None, message: str) -> None:
         error = DatasetError(self.path, message, line=line, field=field, unit=self.unit)
@@ -572,6 +615,8 @@ class _Collector:
     ) -> None:
         """Parse and convert one row; `make` produces the parsed row (and may raise RowError)."""
         self.rows += 1
+        unknown: list[str] = []
+        token = _UNKNOWN_FIELDS.set(unknown)
         try:
             row = make()
             if not isinstance(row, dict):
@@ -580,6 +625,13 @@ class _Collector:
         except RowError as exc:
             self.fail(line, exc.field, exc.message)
             return
+        finally:
+            _UNKNOWN_FIELDS.reset(token)
+        if unknown and self.strict:
+            self.fail(line, unknown[0], _unknown_field_message(unknown[0], strict=True))
+            return
+        for name in unknown:
+            self._unknown.setdefault(name, []).append(line)
         over = next(self.limits.problems(sample), None)
         if over is not None:
             self.fail(line, *over)
@@ -597,7 +649,20 @@ class _Collector:
     def result(self) -> LoadResult:
         if self.rows == 0:
             raise DatasetError(self.path, "file holds no samples")
-        return LoadResult(samples=tuple(self.samples), errors=tuple(self.errors))
+        return LoadResult(samples=tuple(self.samples), errors=tuple(self.errors), warnings=tuple(
+            DatasetError(self.path, _unknown_field_message(name, lines=len(lines), unit=self.unit), line=lines[0],
+                         field=name, unit=self.unit)
+            for name, lines in self._unknown.items()))
+
+
+def _unknown_field_message(name: str, *, strict: bool = False, lines: int = 1, unit: str = "line") -> str:
+    nearest = nearest_field(name)
+    guess = f"; did you mean '{nearest}'?" if nearest else ""
+    if strict:
+        return f"is not a field of a sample{guess} (--strict refuses it; without it, it would go into metadata)"
+    where = "" if lines == 1 else f" (on {lines} {unit}s)"
+    return (f"is not a field of a sample, so it was kept in metadata{where}{guess}; put it inside 'metadata' to "
+            "say so, or --strict to refuse it")
 
 
 def _jsonl_rows(
@@ -878,7 +943,7 @@ def _json_row(text: str, offset: int) -> Any:
 
 def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
                  limits: FieldLimits = DEFAULT_LIMITS,
-                 to_sample: Callable[[dict[str, Any]], Sample] = sample_of_row) -> LoadResult:
+                 to_sample: Callable[[dict[str, Any]], Sample] = sample_of_row, strict: bool = False) -> LoadResult:
     """Samples from a .jsonl, .json or .csv file (see the module docstring and README for the fields).
 
     Fields: id (or question_id; string or integer), question (or question_text, query), reference_answer
@@ -887,7 +952,9 @@ def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
     retrieval, ranked in order), answer (or response: a precomputed answer), metadata (object), history (the
     conversation before the question, oldest first: a list of {role: user|assistant, content} turns; in CSV a
     JSON cell).
-    Unknown top-level fields go into metadata. Texts longer than `limits` are refused (FieldLimits).
+    Unknown top-level fields go into metadata, each named once in LoadResult.warnings with its first line and
+    the field it most likely misspells; `strict` refuses them instead. Texts longer than `limits` are refused
+    (FieldLimits).
     `to_sample` turns one parsed row into a Sample (raising RowError): data.formats passes one that maps a
     user's column names and the RAGAS / LangSmith shapes first.
     """
@@ -896,7 +963,7 @@ def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
     if suffix not in (".jsonl", ".json", ".csv"):
         raise DatasetError(path, f"unsupported file type '{suffix}'; use .jsonl, .json or .csv")
     data = _read_bytes(path)
-    collector = _Collector(path, on_error, limits)
+    collector = _Collector(path, on_error, limits, strict=strict)
     if suffix == ".jsonl":
         _jsonl_rows(data, collector, to_sample)
     elif suffix == ".json":
@@ -911,12 +978,12 @@ def load_samples(path: Path, *, on_error: ErrorPolicy = ErrorPolicy.RAISE,
 
 def collect_rows(source: str | Path, rows: Iterable[tuple[int, Callable[[], Any]]], *, unit: str = "row",
                  on_error: ErrorPolicy = ErrorPolicy.RAISE, limits: FieldLimits = DEFAULT_LIMITS,
-                 to_sample: Callable[[dict[str, Any]], Sample] = sample_of_row) -> LoadResult:
+                 to_sample: Callable[[dict[str, Any]], Sample] = sample_of_row, strict: bool = False) -> LoadResult:
     """Samples of rows read by another reader (Parquet, a Hugging Face dataset: data.formats), checked as the
     file loaders check theirs: each (number, make) pair gives the row's 1-based `unit` number and a function
     producing the parsed row (which may raise RowError); errors name `source`, the row and the field, ids must
     be unique, `limits` apply."""
-    collector = _Collector(Path(source), on_error, limits, unit)
+    collector = _Collector(Path(source), on_error, limits, unit, strict)
     for number, make in rows:
         collector.add(number, make, to_sample)
     return collector.result()

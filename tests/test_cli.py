@@ -363,3 +363,28 @@ def test_a_command_runs_through_the_lazy_group(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "graph" in result.output.lower()
     unknown = RUNNER.invoke(app, ["no-such-command"])
     assert unknown.exit_code == 2 and "No such command" in unknown.output
+
+
+def test_invisible_text_is_na_and_a_misspelt_field_is_warned_about_or_refused_with_strict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    invisible = {**PRECOMPUTED, "id": "q2", "reference_answer": "\u200b\u200b\u200e"}
+    misspelt = {**PRECOMPUTED, "id": "q3", "refrence_answer": PRECOMPUTED["reference_answer"]}
+    del misspelt["reference_answer"]
+    Path("data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (PRECOMPUTED, invisible, misspelt)),
+                                  encoding="utf-8")
+    args = ["run", "data.jsonl", "--system", "precomputed", "--judge", "lexical", "--home", "home"]
+    result = RUNNER.invoke(app, [*args, "--run-id", "lenient"])
+    assert result.exit_code == 0, result.output
+    output = flat(result.output)
+    assert ("warning: data.jsonl:3: field 'refrence_answer': is not a field of a sample, so it was kept in "
+            "metadata; did you mean 'reference_answer'?") in output
+    with RecordStore(tmp_path / "home" / "store.sqlite") as store:
+        coverage = {d.sample_id: d.metric("element_coverage") for d in store.get_diagnostics("lenient")}
+    assert coverage["q1"] is not None and coverage["q1"].value == 1.0
+    # invisible text is no reference: n/a, as "" is, where it was scored 0.00 and halved the run mean
+    assert coverage["q2"] is not None and coverage["q2"].value is None and coverage["q2"].na_reason is not None
+    refused = RUNNER.invoke(app, [*args, "--run-id", "strict", "--strict"])
+    assert refused.exit_code == 2
+    assert "data.jsonl:3: field 'refrence_answer': is not a field of a sample; did you mean 'reference_answer'?" in (
+        flat(refused.output))

@@ -224,3 +224,11 @@ def test_a_named_format_overrides_detection(tmp_path) -> None:
     assert [s.id for s in load_dataset(path, format=DatasetFormat.RAGCOURT)] == ["q1", "q2"]
     with pytest.raises(DatasetError, match=r"plain\.jsonl:1: field 'inputs': is missing"):
         load_dataset(path, format="langsmith")
+
+
+def test_a_mapped_format_warns_only_about_what_its_mapping_leaves(tmp_path) -> None:
+    path = tmp_path / "ragas.jsonl"
+    path.write_text(json.dumps({"user_input": "Who?", "response": "Ada", "qestion": "x"}) + "\n")
+    result = read_dataset(path)
+    assert [w.field for w in result.warnings] == ["qestion"]
+    assert "did you mean 'question'?" in result.warnings[0].message

@@ -506,3 +506,107 @@ def test_a_text_past_its_field_limit_is_refused_with_its_line_and_field(tmp_path
     assert [s.id for s in collected.samples] == ["a"]
     assert [(e.line, e.field) for e in collected.errors] == [(2, "question"), (3, "contexts[1].text")]
     assert [s.id for s in load_samples(path, limits=FieldLimits(question=30_000)).samples] == ["a", "b", "c"]
+
+
+# --------------------------------------------------------------------------- second round of probes (issue 36)
+
+
+def write_rows(path: Path, *rows: object) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("contexts", "field", "says"), [
+    ([{"id": "c", "text": "Cherries are red."}, {"id": "c", "text": "Archer1 designed bridge 1."}],
+     "contexts[1].id", "repeats the id 'c' of contexts[0]"),
+    (["Cherries are red.", "Bananas are yellow.", "Cherries are red."], "contexts[2]",
+     "repeats the text (and title) of contexts[0]"),
+])
+def test_a_chunk_id_given_twice_in_one_sample_is_refused_with_its_line_and_field(
+        tmp_path: Path, contexts: list[object], field: str, says: str) -> None:
+    # one id for two chunks made one chunk node: C-Prec 0.50 and nDCG 1.0 where two ids give 0.25 and 0.63
+    path = write_rows(tmp_path / "dup.jsonl", {"id": "q0", "question": "Fine?"},
+                      {"id": "q1", "question": "Who designed bridge 1?", "contexts": contexts})
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path)
+    assert (caught.value.file, caught.value.line, caught.value.field) == (str(path), 2, field)
+    assert caught.value.message.startswith(says)
+    gold = write_rows(tmp_path / "gold.jsonl", {"id": "q1", "question": "Who?", "gold_documents": contexts})
+    with pytest.raises(DatasetError) as caught:
+        load_samples(gold)
+    assert caught.value.field == field.replace("contexts", "gold_documents")
+    distinct = write_rows(tmp_path / "ok.jsonl", {"id": "q1", "question": "Who?", "contexts": [
+        {"id": "c1", "text": "Cherries are red."}, {"id": "c2", "text": "Cherries are red."}]})
+    assert [c.id for c in load_samples(distinct).samples[0].contexts or ()] == ["c1", "c2"]
+
+
+@pytest.mark.parametrize("invisible", ["\u200b\u200b\u200e", "  ", "\ufeff\u2060\t"])
+def test_optional_text_of_only_invisible_characters_is_empty_so_its_figures_are_na(tmp_path: Path,
+                                                                                   invisible: str) -> None:
+    path = write_rows(tmp_path / "invisible.jsonl", {
+        "id": "q1", "question": "Who?", "reference_answer": invisible, "answer": invisible,
+        "gold_answers": [invisible, "Paris"], "gold_titles": [invisible]})
+    (sample,) = load_samples(path).samples
+    assert (sample.reference_answer, sample.answer) == ("", "")
+    assert (sample.gold_answers, sample.gold_titles) == (("Paris",), ())
+    only = write_rows(tmp_path / "only.jsonl", {"id": "q1", "question": "Who?", "gold_answers": [invisible]})
+    assert load_samples(only).samples[0].gold_answers == ()  # no gold at all: soft correctness n/a, not 0
+    kept = write_rows(tmp_path / "kept.jsonl", {"id": "q1", "question": "Who?", "answer": "Pa\u200bris"})
+    assert load_samples(kept).samples[0].answer == "Pa\u200bris"  # a mark inside visible text is left alone
+
+
+@pytest.mark.parametrize(("row", "field"), [
+    ('{"id": "q1", "question": "Who?", "metadata": {"x": NaN}}', "metadata.x"),
+    ('{"id": "q1", "question": "Who?", "metadata": {"deep": [1, Infinity]}}', "metadata.deep[1]"),
+    ('{"id": "q1", "question": "Who?", "score": -Infinity}', "score"),
+    ('{"id": "q1", "question": "Who?", "contexts": [{"text": "a", "score": NaN}]}', "contexts[0].score"),
+])
+def test_nan_and_infinity_are_refused_with_their_line_and_field(tmp_path: Path, row: str, field: str) -> None:
+    path = tmp_path / "nan.jsonl"
+    path.write_text('{"id": "q0", "question": "Fine?"}\n' + row + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path)
+    assert (caught.value.line, caught.value.field) == (2, field)
+    assert "finite number" in caught.value.message
+
+
+@pytest.mark.parametrize("sample_id", ["q1\nq2", "q1\x1b[31mred", "tab\tid", "bell\x07", "c1\x85", "q\u2028x"])
+def test_an_id_with_a_control_character_is_refused(tmp_path: Path, sample_id: str) -> None:
+    path = write_rows(tmp_path / "ids.jsonl", {"id": "ok", "question": "Fine?"},
+                      {"id": sample_id, "question": "Who?"})
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path)
+    assert (caught.value.line, caught.value.field) == (2, "id")
+    assert "ids must be printable text" in caught.value.message
+    printable = write_rows(tmp_path / "unicode.jsonl", {"id": "问题-1 ✓", "question": "Who?"})
+    assert load_samples(printable).samples[0].id == "问题-1 ✓"
+
+
+def test_an_id_of_only_invisible_characters_is_refused(tmp_path: Path) -> None:
+    path = write_rows(tmp_path / "ids.jsonl", {"id": "\u200b\u200d", "question": "Who?"})
+    with pytest.raises(DatasetError, match="only invisible characters") as caught:
+        load_samples(path)
+    assert caught.value.field == "id"
+
+
+def test_an_unknown_top_level_field_is_kept_in_metadata_and_named_once_with_the_nearest_field(
+        tmp_path: Path) -> None:
+    path = write_rows(tmp_path / "typo.jsonl", {"id": "q1", "question": "Who?"},
+                      {"id": "q2", "question": "Who?", "refrence_answer": "Ada", "level": "hard"},
+                      {"id": "q3", "question": "Who?", "refrence_answer": "Bob", "metadata": {"k": 1}})
+    result = load_samples(path)
+    assert [s.metadata for s in result.samples] == [{}, {"refrence_answer": "Ada", "level": "hard"},
+                                                    {"k": 1, "refrence_answer": "Bob"}]
+    assert [s.reference_answer for s in result.samples] == [None, None, None]
+    typo, level = result.warnings
+    assert (typo.file, typo.line, typo.field) == (str(path), 2, "refrence_answer")
+    assert "kept in metadata (on 2 lines); did you mean 'reference_answer'?" in typo.message
+    assert (level.line, level.field) == (2, "level") and "did you mean" not in level.message
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path, strict=True)
+    assert (caught.value.line, caught.value.field) == (2, "refrence_answer")
+    assert "did you mean 'reference_answer'?" in caught.value.message
+    inside = write_rows(tmp_path / "inside.jsonl", {"id": "q1", "question": "Who?", "metadata": {"level": "hard"},
+                                                    "gt_answer": "Ada"})
+    assert load_samples(inside, strict=True).warnings == ()  # metadata and accepted spellings are known fields
+
