@@ -1,7 +1,9 @@
 """Node: the multi-judge. One task per judge x check kind x condition, fanned out with `Send`.
 
 Verdicts already in the store are reused (a resumed run asks no judge twice); unscored verdicts from
-transient faults (timeout, error) are asked again, deterministic ones (parse failure, refusal) are not.
+transient faults (timeout, error) are asked again, deterministic ones (parse failure, refusal) are not. A pass
+that mends a split an earlier pass of the run failed to get asks each batch with new checks whole
+(`splits_mended`), so the sample ends with the verdicts a run without the fault gives.
 """
 
 from __future__ import annotations
@@ -15,8 +17,23 @@ from ragcourt.judging import SampleJudge
 from ragcourt.judging.combined_checks import COMBINABLE, MAX_REPLY_ITEMS
 from ragcourt.nodes.names import JUDGE, RECONCILE
 from ragcourt.nodes.state import EvalContext, JudgeTask, SampleState, verdict_key
-from ragcourt.schema import Check, CheckKind, Verdict, reusable
+from ragcourt.schema import NORMAL, Check, CheckKind, DecompositionKind, Verdict, reusable
 from ragcourt.schema.config import Batching
+
+
+def splits_mended(state: SampleState) -> bool:
+    """Whether this pass uses a split this run had not given the sample before, when it had given others: a
+    split that failed (all its tries used) in an earlier pass is mended now. The earlier pass judged the
+    sample's batches without that split's checks, and a judge's answer on one item may depend on the rest of
+    its batch (a combined call lists every item), so those verdicts are not what a fault-free run decides."""
+    pinned = {split.kind for split in state.get("pinned_splits", ())}
+    if not pinned:  # the sample's first pass in this run
+        return False
+    used = {kind for kind, present in ((DecompositionKind.SUBQUERIES, "subqueries" in state),
+                                       (DecompositionKind.ELEMENTS, "elements" in state),
+                                       (DecompositionKind.CLAIMS, NORMAL.key in state.get("claims", {})))
+            if present}
+    return bool(used - pinned)
 
 
 async def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Send] | str:
@@ -26,6 +43,7 @@ async def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Sen
     for check in state.get("checks", {}).values():
         batches[(check.kind, check.condition.key)].append(check)
     per_sample = runtime.context.config.batching.combines
+    whole_batch = splits_mended(state)
     sends = []
     for index, judge in enumerate(runtime.context.judges):
         # per_sample: a judge that can (an LLM judge) gets one batch of every alignment kind per condition.
@@ -38,7 +56,8 @@ async def fan_out(state: SampleState, runtime: Runtime[EvalContext]) -> list[Sen
         for checks in grouped.values():
             pending = [c for c in checks if verdict_key(c.id, judge.judge_id) not in verdicts]
             if pending:
-                sends.append(Send(JUDGE, JudgeTask(judge_index=index, kind=pending[0].kind, checks=pending)))
+                sends.append(Send(JUDGE, JudgeTask(judge_index=index, kind=pending[0].kind, checks=pending,
+                                                   whole_batch=whole_batch)))
     return sends or RECONCILE
 
 
@@ -51,6 +70,8 @@ async def judge(state: JudgeTask, runtime: Runtime[EvalContext]) -> SampleState:
     stored = await ctx.store.aget_verdicts([c.id for c in checks], judge_id=jury_member.judge_id)
     known = {v.check_id: v for v in stored if reusable(v)}
     missing = [c for c in checks if c.id not in known]
+    if missing and task["whole_batch"]:  # the stored ones were judged without the mended split's checks
+        known, missing = {}, checks
     fresh: list[Verdict] = []
     if missing:
         try:

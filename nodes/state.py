@@ -71,6 +71,9 @@ class JudgeTask(TypedDict):
     judge_index: int
     kind: CheckKind
     checks: list[Check]
+    # Ask the whole batch again, stored verdicts of its checks included: they were judged in a batch that
+    # lacked the checks of a split that has failed since (splits_mended), so they are not what this batch decides.
+    whole_batch: bool
 
 
 @dataclass
