@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ragcourt.metrics import cuer
+from ragcourt.metrics.values import MetricName
 from ragcourt.schema import (
     Answer,
     Condition,
@@ -240,7 +241,8 @@ def _cuer_means(frame: pd.DataFrame, failed: bool) -> pd.DataFrame:
     return table.reset_index()
 
 
-CUER_CONDITION_VALUES = ("grounding", "d_grounding", "trace_divergence", "confidence_error", "d_confidence_error")
+CUER_CONDITION_VALUES = ("soft_correct", "f1", "grounding", "d_grounding", "trace_divergence", "confidence_error",
+                         "d_confidence_error")
 NORMAL_ROW = ("normal", "none perturbed")
 
 
@@ -250,9 +252,9 @@ def _sources(values: pd.Series) -> str:
 
 
 def cuer_condition_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
-    """Grounding, confidence error and trace divergence per condition (seed 004 computes them for every
-    condition, not only the normal one): a first row "normal / none perturbed" with the normal answers' mean
-    grounding and confidence error, then per perturbation kind and chunk gold status the perturbed answers'
+    """Soft correctness, answer F1, grounding, confidence error and trace divergence per condition (seed 004
+    computes them for every condition, not only the normal one; its tables give each condition's own figures
+    beside the changes): a first row "normal / none perturbed" with the normal answers' means, then per perturbation kind and chunk gold status the perturbed answers'
     means and their change against the normal answer. `trace` and `confidence` name the sources behind the
     rows (reported by the system, judged from the claim-chunk checks, probed, none); n_<value> counts the
     rows with that value (each mean is over them); trace_unscored / trace_escalated sum the claim-chunk checks
@@ -261,6 +263,7 @@ def cuer_condition_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFra
     normal = [_normal_row(d) for d in diagnostics if d.perturbations]
     rows = [{"perturbation": str(p.condition.kind), "chunk": _CHUNK_NAMES.get(p.chunk_is_gold, "unknown"),
              "trace": str(p.trace_source), "confidence": str(p.confidence_source or ConfidenceSource.NONE),
+             "soft_correct": p.soft_correct, "f1": p.f1,
              "grounding": p.grounding, "d_grounding": p.d_grounding, "trace_divergence": p.trace_divergence,
              "confidence_error": p.confidence_error, "d_confidence_error": p.d_confidence_error,
              "trace_unscored": p.trace_unscored, "trace_escalated": p.trace_escalated}
@@ -283,11 +286,14 @@ def cuer_condition_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFra
 
 
 def _normal_row(diagnostics: SampleDiagnostics) -> dict[str, object]:
-    """The normal answer's grounding and confidence error (per-sample metrics), for the first row."""
+    """The normal answer's soft correctness, F1, grounding and confidence error (per-sample metrics), for the
+    first row."""
     grounding, error = diagnostics.metric("grounding_score"), diagnostics.metric("confidence_error")
+    soft, f1 = diagnostics.metric(MetricName.SOFT_CORRECTNESS), diagnostics.metric(MetricName.ANSWER_F1)
     return {"perturbation": NORMAL_ROW[0], "chunk": NORMAL_ROW[1],
             "trace": str(diagnostics.trace_source or TraceSource.NONE),
             "confidence": str(diagnostics.confidence_source or ConfidenceSource.NONE),
+            "soft_correct": None if soft is None else soft.value, "f1": None if f1 is None else f1.value,
             "grounding": None if grounding is None else grounding.value, "d_grounding": None,
             "trace_divergence": None, "confidence_error": None if error is None else error.value,
             "d_confidence_error": None, "trace_unscored": 0 if grounding is None else grounding.n_unscored,

@@ -231,6 +231,7 @@ def print_method_tables(store: RecordStore, run_id: str, config: EvalConfig) -> 
                         "last row: the closed-book control", cuer_frame(diagnostics, closed_book=closed_book))
             counts = cuer_counts(diagnostics, answers, retrievals)
             console.print(escape(cuer_totals(counts)[0]))
-            print_frame("CUE-R per condition: grounding, confidence error and trace divergence (trace: reported by "
-                        "the system or judged from the claim-chunk checks)", cuer_condition_frame(diagnostics))
+            print_frame("CUE-R per condition: soft correctness, answer F1, grounding, confidence error and trace "
+                        "divergence (trace: reported by the system or judged from the claim-chunk checks)",
+                        cuer_condition_frame(diagnostics))
         console.print(escape(closed_book.note()))

@@ -504,6 +504,8 @@ def perturbation_effect(
         d_f1=_delta(perturbed.f1, original.f1),
         d_confidence=_delta(perturbed.confidence, original.confidence),
         trace_divergence=divergence,
+        soft_correct=_as_float(perturbed.soft_correct),
+        f1=perturbed.f1,
         grounding=perturbed.grounding,
         d_grounding=_delta(perturbed.grounding, original.grounding),
         confidence_error=perturbed.confidence_error,

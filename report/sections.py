@@ -250,7 +250,8 @@ def cube_section(store: RecordStore, data: ReportData, human: HumanScores | None
                    charts=(Markup(chart),), na_notes=tuple(na.entries()))
 
 
-CUER_CONDITIONS_TITLE = ("CUE-R per condition: grounding, confidence error and trace divergence of the normal and "
+CUER_CONDITIONS_TITLE = ("CUE-R per condition: soft correctness, answer F1, grounding, confidence error and trace "
+                         "divergence of the normal and "
                          "the perturbed answers; trace: reported (the system's own) or judged (the chunks the jury "
                          "found to support the answer's claims); confidence: reported or probed")
 

@@ -457,8 +457,9 @@ class ElementOutcome(Record):
 
 
 class PerturbationEffect(Record):
-    """One perturbed condition against the normal answer (seed 004): d_* are perturbed - normal; grounding and
-    confidence_error are the perturbed answer's own. trace_source is the perturbed answer's trace (rows stored
+    """One perturbed condition against the normal answer (seed 004): d_* are perturbed - normal; soft_correct,
+    f1, grounding and confidence_error are the perturbed answer's own (rows stored before soft_correct and f1
+    existed: None). trace_source is the perturbed answer's trace (rows stored
     before it existed: reported); trace_unscored / trace_escalated count the claim-chunk checks behind its judged
     trace left undecided (unscored, or judges split: the trace is then unknown) or escalated (the normal
     answer's are on its grounding_score metric)."""
@@ -470,6 +471,8 @@ class PerturbationEffect(Record):
     d_f1: float | None = None
     d_confidence: float | None = None
     trace_divergence: float | None = None
+    soft_correct: float | None = None
+    f1: float | None = None
     grounding: float | None = None
     d_grounding: float | None = None
     confidence_error: float | None = None
