@@ -31,7 +31,8 @@ from .na_notes import (
     NotedFrame,
 )
 from .noise import (
-    DEFAULT_METRIC,
+    DEFAULT_METRICS,
+    METRIC_MEANINGS,
     PAIRED_BAND,
     compare_frame,
     known_metric_names,
@@ -77,11 +78,12 @@ __all__ = [
     "cuer_frame",
     "cuer_totals",
     "CuerCount",
-    "DEFAULT_METRIC",
+    "DEFAULT_METRICS",
     "element_diagnosis_lines",
     "fixed_weights",
     "gap_share_frame",
     "known_metric_names",
+    "METRIC_MEANINGS",
     "metric_names",
     "MetricRow",
     "NaNotes",

@@ -2,9 +2,10 @@
 (`cube_inputs`), Table 4 and its bounds, counts and retrieved-only analysis, each n/a figure with its reason.
 
 Ranks and R@k count one list, the chunks the system returned in the normal retrieval (what its generator was
-shown): a gold document's rank is its position there, and the run's TOP-N (the seed's retrieval depth, the N of
-its rank score ``N + 2 - rank``) is the config's top_k, or the longest such list when the system returned more
-(precomputed contexts are taken whole). Every rank thus lies in 1..TOP-N and R@k is R@TOP-N.
+shown): a gold document's rank is its position there, and the run's TOP-N (the seed's retrieval depth: 8 there) is
+the config's top_k, or the longest such list when the system returned more (precomputed contexts are taken whole).
+Every rank thus lies in 1..TOP-N and R@k is R@TOP-N. The rank score follows the config's `rank_score` rule (seed
+000's ``10 - rank`` by default), with the seed's extra point where that list held nothing but the gold document.
 
 Each function says why a table cannot be made (missing answer sets, no dimension-score checks) instead of
 guessing.
@@ -26,18 +27,19 @@ from ragcourt.metrics.cube import (
     CubeReading,
     CubeReport,
     HumanCube,
+    RankScores,
     ReadingFigures,
     ReadingSpread,
     Spread,
     cube_report,
     human_cube,
     is_retrieved,
-    rank_score,
     recall_at_k,
     retrieved_only_analysis,
+    score_ranks,
 )
 from ragcourt.schema import NORMAL, CheckKind, Chunk, ConditionKind, MetricValue, Sample
-from ragcourt.schema.config import NO_LLM_MODELS, EvalConfig
+from ragcourt.schema.config import NO_LLM_MODELS, EvalConfig, RankScoreRule
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
 
@@ -50,14 +52,21 @@ class Unavailable:
     reason: str
 
 
+def _is_gold(sample: Sample, chunk: Chunk) -> bool:
+    return chunk.id in {d.id for d in sample.gold_documents} or (
+        chunk.title is not None and chunk.title in sample.gold_titles)
+
+
 def gold_rank(sample: Sample, chunks: Sequence[Chunk]) -> int:
     """1-based position of the first gold document among the chunks of the normal retrieval, 0 when none was
     retrieved. The position, not a chunk's own rank field: ranks and TOP-N count the same list."""
-    gold_ids = {d.id for d in sample.gold_documents}
-    for position, chunk in enumerate(chunks, start=1):
-        if chunk.id in gold_ids or (chunk.title is not None and chunk.title in sample.gold_titles):
-            return position
-    return 0
+    return next((position for position, chunk in enumerate(chunks, start=1) if _is_gold(sample, chunk)), 0)
+
+
+def only_gold_retrieved(sample: Sample, chunks: Sequence[Chunk]) -> bool:
+    """Seed 000, 5.3's "only the correct document was retrieved": the normal retrieval holds chunks, all of them
+    gold (several chunks of the gold document are still that document alone)."""
+    return bool(chunks) and all(_is_gold(sample, chunk) for chunk in chunks)
 
 
 def run_top_n(top_k: int, retrievals: Iterable[Sequence[Chunk]]) -> int:
@@ -114,13 +123,21 @@ class CubeCounts:
 class CubeInputs:
     """What CuBE aggregates, read from the store: per judge, answer set and dimension the per-sample
     scores (None = unscored or missing), aligned with the samples' gold ranks in the normal retrieval (0: not
-    retrieved) and the run's TOP-N (`run_top_n`); and the counts of the checks and verdicts behind them."""
+    retrieved), whether that retrieval was the gold document alone, the run's TOP-N (`run_top_n`) and the config's
+    rank-score rule; and the counts of the checks and verdicts behind them."""
 
     scores: dict[str, dict[AnswerSet, dict[str, list[float | None]]]]
     ranks: list[int]
     top_n: int
     counts: CubeCounts
     sample_ids: list[str]
+    only_gold: list[bool]
+    rank_score_rule: RankScoreRule
+
+    @property
+    def rank_scores(self) -> RankScores:
+        """The samples' rank scores (seed 000, 5.3) under the config's rule."""
+        return score_ranks(self.ranks, self.top_n, self.rank_score_rule, self.only_gold)
 
     @property
     def retrieved(self) -> list[bool]:
@@ -146,6 +163,7 @@ def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInpu
             return Unavailable(f"no {kind} answers: the CuBE bounds are missing ({_why_no_bound(store, run_id, kind, samples)})")
     normal = {r.sample_id: r for r in store.get_retrievals(run_id) if r.condition == NORMAL}
     ranks = [gold_rank(s, normal[s.id].chunks) if s.id in normal else 0 for s in samples]
+    only_gold = [s.id in normal and only_gold_retrieved(s, normal[s.id].chunks) for s in samples]
     top_n = run_top_n(config.top_k, (r.chunks for r in normal.values()))
     checks = [c for c in store.checks_for(run_id) if c.kind is CheckKind.DIMENSION_SCORE]
     if not checks:
@@ -178,17 +196,18 @@ def cube_inputs(store: RecordStore, run_id: str, config: EvalConfig) -> CubeInpu
         checks={key: (n, e) for key, (n, e) in per_cell.items()},
     )
     return CubeInputs(scores={judge: scores[judge] for judge in ordered}, ranks=ranks, top_n=top_n, counts=counts,
-                      sample_ids=[s.id for s in samples])
+                      sample_ids=[s.id for s in samples], only_gold=only_gold, rank_score_rule=config.rank_score)
 
 
 def top_n_note(inputs: CubeInputs, top_k: int) -> str:
     """What k is in this run's R@k and rank score."""
+    rank_scores = inputs.rank_scores
+    formula = (f"rank score = {rank_scores.formula}" if rank_scores.scores is not None
+               else f"no rank score: {rank_scores.na_reason}")
     if inputs.top_n == top_k:
-        return (f"k = TOP-N = top_k {top_k}: ranks are positions in the normal retrieval; rank score = "
-                f"{top_k + 2} - rank")
+        return f"k = TOP-N = top_k {top_k}: ranks are positions in the normal retrieval; {formula}"
     return (f"k = TOP-N {inputs.top_n}: the system returned up to {inputs.top_n} chunks, more than top_k {top_k} "
-            f"(precomputed contexts are taken whole), so ranks 1..{inputs.top_n} count as retrieved; rank score = "
-            f"{inputs.top_n + 2} - rank")
+            f"(precomputed contexts are taken whole), so ranks 1..{inputs.top_n} count as retrieved; {formula}")
 
 
 def fixed_weights(config: EvalConfig) -> bool:
@@ -203,7 +222,7 @@ def cube_of_inputs(inputs: CubeInputs, config: EvalConfig) -> CubeReport:
     weights = {j: {d.name: float(d.weight) for d in config.dimensions} for j in inputs.scores} if fixed else None
     return cube_report(
         inputs.scores, recall_at_k(inputs.ranks), weights=weights,
-        rank_scores=None if fixed else [rank_score(r, inputs.top_n) for r in inputs.ranks],
+        rank_scores=None if fixed else inputs.rank_scores,
         proportion=config.trim_proportion, retrieved=inputs.retrieved,
     )
 
@@ -224,23 +243,22 @@ def reading_legend(report: CubeReport) -> str:
     return "; ".join(parts) + "; the bounds (closed book, oracle) average every sample in each reading"
 
 
-def _same_rank_note(ranks: Sequence[int] | None, top_n: int | None) -> str:
-    """When every sample's gold document sits at the same rank, what that makes the rank score."""
-    if not ranks or top_n is None or len(set(ranks)) != 1:
+def _same_rank_note(rank_scores: RankScores | None) -> str:
+    """When every sample's gold document sits at the same place, what that makes the rank score."""
+    if rank_scores is None or rank_scores.scores is None or len(set(rank_scores.scores)) != 1:
         return ""
-    rank = ranks[0]
-    where = f"at rank {rank} of TOP-N {top_n}" if is_retrieved(rank) else f"not retrieved (TOP-N {top_n})"
-    return (f" In this run every sample's gold document was {where}: the rank score is {rank_score(rank, top_n)} "
-            f"for all {len(ranks)} samples, so nothing can correlate with it.")
+    rank, top_n, n = rank_scores.ranks[0], rank_scores.top_n, len(rank_scores.ranks)
+    where = ("the only document retrieved" if rank_scores.only_gold[0] else
+             f"at rank {rank} of TOP-N {top_n}" if is_retrieved(rank) else f"not retrieved (TOP-N {top_n})")
+    return (f" In this run every sample's gold document was {where}: the rank score is {rank_scores.scores[0]} "
+            f"for all {n} samples, so nothing can correlate with it.")
 
 
-def cube_reasons(report: CubeReport, ranks: Sequence[int] | None = None, top_n: int | None = None
-                 ) -> dict[str, dict[str, str]]:
+def cube_reasons(report: CubeReport) -> dict[str, dict[str, str]]:
     """Judge -> figure -> why it is n/a, for every n/a figure of a judge's row of Table 4 (its dimensions,
     each reading's wgt_score and cube_score, named by `figure`) and of its weighted totals ("weighted_total
     <answer set>"). Figures that are n/a for the same cause (missing weights: the Wgt. Scores, the CuBE scores
-    and every weighted total) share one reason. ranks and top_n (the run's, CubeInputs) name the rank score of
-    the run when it is the same for every sample."""
+    and every weighted total) share one reason. The rank score is named when it is the same for every sample."""
     out: dict[str, dict[str, str]] = {}
     for judge in report.judges:
         reasons: dict[str, str] = {}
@@ -250,7 +268,7 @@ def cube_reasons(report: CubeReport, ranks: Sequence[int] | None = None, top_n: 
         if judge.weights.weights is None:
             weights = f"the dimension weights are n/a: {judge.weights.na_reason}."
             if judge.weights.correlations:
-                weights += _same_rank_note(ranks, top_n)
+                weights += _same_rank_note(report.rank_scores)
             reasons.update({figure(name, report, reading): weights for reading in report.reading_order
                             for name in ("wgt_score", "cube_score")})
             reasons.update({f"weighted_total {answer_set}": weights for answer_set in AnswerSet})
@@ -298,12 +316,11 @@ def cube_r_at_k_reason(report: CubeReport) -> str | None:
 
 
 def cube_noted_frame(report: CubeReport, counts: CubeCounts | None = None, notes: NaNotes | None = None, *,
-                     ranks: Sequence[int] | None = None, top_n: int | None = None,
                      spread: bool = False) -> NotedFrame:
     """`cube_frame` (spread: `cube_frame_with_spread`) with the reason of every n/a cell in notes."""
     notes = NaNotes() if notes is None else notes
     frame = cube_frame_with_spread(report) if spread else cube_frame(report, counts)
-    reasons = cube_reasons(report, ranks, top_n)
+    reasons = cube_reasons(report)
     cells = [{figure: notes.ref(text, judge.judge, figure) for figure, text in reasons[judge.judge].items()
               if figure in frame.columns} for judge in report.judges]
     if spread:
@@ -312,11 +329,10 @@ def cube_noted_frame(report: CubeReport, counts: CubeCounts | None = None, notes
     return NotedFrame(frame, tuple(cells), notes)
 
 
-def cube_bounds_noted_frame(report: CubeReport, counts: CubeCounts, notes: NaNotes | None = None, *,
-                            ranks: Sequence[int] | None = None, top_n: int | None = None) -> NotedFrame:
+def cube_bounds_noted_frame(report: CubeReport, counts: CubeCounts, notes: NaNotes | None = None) -> NotedFrame:
     """`cube_bounds_frame` with the reason of every n/a weighted total in notes."""
     notes = NaNotes() if notes is None else notes
-    reasons = cube_reasons(report, ranks, top_n)
+    reasons = cube_reasons(report)
     cells = []
     for judge in report.judges:
         for answer_set in AnswerSet:
@@ -330,9 +346,12 @@ RETRIEVED_ONLY_COLUMNS = ["judge", "dimension", "r_all", "r_retrieved", "mean_re
                           "n_retrieved"]
 
 
-def _correlation_reason(value: MetricValue, scores: Sequence[float | None], rank_scores: Sequence[int],
+def _correlation_reason(value: MetricValue, scores: Sequence[float | None], rank_scores: Sequence[int] | None,
                         retrieved_only: bool) -> str:
-    """Why a correlation with the rank score is n/a, and what would give one."""
+    """Why a correlation with the rank score is n/a, and what would give one (the value's own reason when there is
+    no rank score)."""
+    if rank_scores is None:
+        return str(value.na_reason)
     pairs = [(s, r) for s, r in zip(scores, rank_scores, strict=True) if s is not None]
     among = " among the samples whose gold document was retrieved" if retrieved_only else ""
     if len(pairs) < 2:
@@ -347,15 +366,16 @@ def _correlation_reason(value: MetricValue, scores: Sequence[float | None], rank
 
 
 def cube_retrieved_only_noted(inputs: CubeInputs, notes: NaNotes | None = None) -> NotedFrame:
-    """Seed 000, 5.3 per judge and dimension: correlation of the RAG scores with the rank score (TOP-N + 2 - rank
-    of the gold document, 0 when not retrieved) on all samples and on the samples whose gold document was
-    retrieved, and the mean and sd of the retrieved ones; every n/a cell with its reason in notes."""
+    """Seed 000, 5.3 per judge and dimension: correlation of the RAG scores with the rank score (`CubeInputs.
+    rank_scores`) on all samples and on the samples whose gold document was retrieved, and the mean and sd of the
+    retrieved ones; every n/a cell with its reason in notes."""
     notes = NaNotes() if notes is None else notes
-    rank_scores = [rank_score(r, inputs.top_n) for r in inputs.ranks]
+    rank_scores = inputs.rank_scores
+    values = rank_scores.scores
     retrieved = [i for i, r in enumerate(inputs.ranks) if is_retrieved(r)]
     rows, cells = [], []
     for judge, per_set in inputs.scores.items():
-        analysis = retrieved_only_analysis(per_set[AnswerSet.RAG], inputs.ranks, inputs.top_n)
+        analysis = retrieved_only_analysis(per_set[AnswerSet.RAG], rank_scores)
         for dimension, split in analysis.items():
             rows.append({"judge": judge, "dimension": dimension, "r_all": split.correlation_all.value,
                          "r_retrieved": split.correlation_retrieved.value, "mean_retrieved": split.mean_retrieved,
@@ -363,11 +383,11 @@ def cube_retrieved_only_noted(inputs: CubeInputs, notes: NaNotes | None = None) 
             scores = per_set[AnswerSet.RAG][dimension]
             reasons: dict[str, str] = {}
             if split.correlation_all.value is None:
-                reasons["r_all"] = _correlation_reason(split.correlation_all, scores, rank_scores, False)
+                reasons["r_all"] = _correlation_reason(split.correlation_all, scores, values, False)
             if split.correlation_retrieved.value is None:
                 reasons["r_retrieved"] = _correlation_reason(
-                    split.correlation_retrieved, [scores[i] for i in retrieved], [rank_scores[i] for i in retrieved],
-                    True)
+                    split.correlation_retrieved, [scores[i] for i in retrieved],
+                    None if values is None else [values[i] for i in retrieved], True)
             if split.mean_retrieved is None:
                 reasons["mean_retrieved"] = ("no sample whose gold document was retrieved has a scored RAG score (R@k "
                                              "is 0 or those verdicts are unscored: check the retrieval, the gold "

@@ -66,7 +66,8 @@ def build_system(kind: str, workspace: Workspace, models: Models, collection: st
     if collection is None or not workspace.open_vectors().has_collection(collection):
         fail(f"no chromadb collection '{collection}' in {workspace.chroma_path}: give --collection")
     assert collection is not None
-    return ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+    return ReferenceRAG(workspace.open_vectors(), collection, models.generator(),
+                        retriever=models.config.reference_retriever)
 
 
 def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk]) -> float:
@@ -84,8 +85,10 @@ def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk])
 
 
 def reference_system_of(workspace: Workspace, collection: str) -> Callable[[Models], RAGSystem]:
-    """The reference RAG on the workspace's chromadb `collection`, answered by the run's configured answerer."""
-    return lambda models: ReferenceRAG(workspace.open_vectors(), collection, models.generator())
+    """The reference RAG on the workspace's chromadb `collection`, retrieving and answering as the run's configuration
+    says (`reference_retriever`, `answerer`)."""
+    return lambda models: ReferenceRAG(workspace.open_vectors(), collection, models.generator(),
+                                       retriever=models.config.reference_retriever)
 
 
 OTLP_HELP = ("send OpenTelemetry spans (the run, each sample, graph node and LLM call, with tokens) to this "
@@ -135,30 +138,30 @@ def _resume_line(run_id: str, plan: ResumePlan, n_samples: int) -> str | None:
 
 
 async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Path,
-               stream: Callable[..., AsyncIterator[SampleDiagnostics]] | None = None) -> list[SampleDiagnostics]:
+               stream: Callable[..., AsyncIterator[SampleDiagnostics]] | None = None) -> None:
+    # Each finished sample is printed, counted and dropped: its diagnostics (a few KiB, mostly the alignment
+    # graph) are in the store, so holding them grew a long run by that much per sample (issue 36).
     run_id = runner.run_id
-    wanted = {s.id for s in samples}
+    waiting = {s.id for s in samples}  # shrinks as samples finish: what is left is paused for an inline review
+    n_samples = len(waiting)
     stored: set[str] = set()
-    out = []
     with track_progress("evaluating (questions)", total=len(samples)) as progress:
 
         def started(plan: ResumePlan) -> None:  # told once the run is locked and its samples are checked
             progress.print(follow_line(run_id, home, runner.paths.run_dir))
             stored.update(plan.stored)
-            line = _resume_line(run_id, plan, len(wanted))
+            line = _resume_line(run_id, plan, n_samples)
             if line:
                 progress.print(line)
 
         async for diagnostics in (stream or runner.astream)(samples, dataset=dataset, on_start=started):
             progress.print(_line(diagnostics, stored=diagnostics.sample_id in stored))
             progress.advance(from_store=diagnostics.sample_id in stored)
-            out.append(diagnostics)
-    waiting = len(wanted) - len({d.sample_id for d in out})
+            waiting.discard(diagnostics.sample_id)
     if waiting and runner.context.config.review_mode is ReviewMode.INLINE:
-        console.print(f"[yellow]{waiting} samples are paused for an inline review[/yellow]: "
+        console.print(f"[yellow]{len(waiting)} samples are paused for an inline review[/yellow]: "
                       f"[bold]ragcourt review {escape(run_id)} --home {escape(str(home))}[/bold] decides their "
                       "escalated checks and finishes them")
-    return out
 
 
 def follow_line(run_id: str, home: Path, run_dir: Path) -> str:

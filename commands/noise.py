@@ -14,7 +14,8 @@ from rich.table import Table
 
 from ragcourt.analysis.noise import (
     ALL,
-    DEFAULT_METRIC,
+    DEFAULT_METRICS,
+    METRIC_MEANINGS,
     PAIRED_BAND,
     compare_frame,
     known_metric_names,
@@ -24,6 +25,7 @@ from ragcourt.analysis.noise import (
     repeat_sds,
     unknown_metrics,
 )
+from ragcourt.commands.endpoints import require_endpoints
 from ragcourt.commands.evaluation import build_system, read_samples
 from ragcourt.commands.gate import enforce_no_regression
 from ragcourt.commands.output import Home, console, existing_store, print_table
@@ -115,8 +117,9 @@ async def _run_once(home: Path, frozen: list[Decomposition], config_path: Path, 
 def noise(
     run_a: Annotated[str | None, typer.Argument(help="first run of the configuration")] = None,
     run_b: Annotated[str | None, typer.Argument(help="second run of the same configuration")] = None,
-    metric: Annotated[list[str] | None, typer.Option(help="per-sample metric(s); default element_coverage")]
-    = None,
+    metric: Annotated[list[str] | None, typer.Option(
+        help="per-sample metric(s); default element_answer_coverage (elements the answer states: seed 003's noise) "
+             "and, beside it, element_coverage (elements found in the retrieved chunks)")] = None,
     by: Annotated[str | None, typer.Option(help="also per subgroup of this sample metadata key")] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="run this configuration twice")] = None,
     dataset: Annotated[Path | None, typer.Option(help="samples for --config")] = None,
@@ -126,7 +129,7 @@ def noise(
 ) -> None:
     """Per-question standard deviation between two runs of one configuration and the band within which a
     change of a mean is noise (z = 1.96), for the whole run and per subgroup."""
-    metrics = metric or [DEFAULT_METRIC]
+    metrics = metric or list(DEFAULT_METRICS)
     unknown = unknown_metrics(metrics)
     if unknown:  # before anything runs: a misspelling must not cost two evaluations
         _fail(f"unknown metric(s): {', '.join(unknown)} (known: {', '.join(known_metric_names())}; K a positive "
@@ -137,9 +140,10 @@ def noise(
         assert dataset is not None
         try:
             samples = read_samples(dataset)
-            load_config(config_file)
+            config = load_config(config_file)
         except (DatasetError, ConfigError) as error:
             _fail(str(error))
+        require_endpoints(config)
         frozen: list[Decomposition] = []
         if Workspace(home).has_store():
             with Workspace(home).open_store() as main:
@@ -158,13 +162,16 @@ def noise(
             _warn_if_configurations_differ(store, run_a, str(run_b))
             samples = store.get_samples(run_a)
     present = set(metric_names(first)) | set(metric_names(second))
+    if not metric:
+        metrics = _present_defaults(present)
     for name in metrics:
         if name not in present:
             _fail(f"metric '{name}' is in neither run (their metrics: {', '.join(sorted(present)) or 'none'})")
     for name in metrics:
         frame = noise_frame(first, second, samples, name, by)
-        _print_frame(f"run-to-run noise of {name}: band = 1.96 x sd / sqrt(n); a change of a mean inside "
-                     f"it is noise", frame, NOISE_COLUMNS)
+        meaning = f" ({METRIC_MEANINGS[name]})" if name in METRIC_MEANINGS else ""
+        _print_frame(f"run-to-run noise of {name}{meaning}: band = 1.96 x sd / sqrt(n); a change of a mean "
+                     f"inside it is noise", frame, NOISE_COLUMNS)
         if nothing_varied(frame):
             console.print(escape(NOTHING_VARIED.format(metric=name)), style="yellow")
         whole = frame.loc[frame["group"] == ALL].to_dict("records")
@@ -172,6 +179,20 @@ def noise(
             measured = (f"repeat runs {run_a} / {run_b}" if config_file is None
                         else f"`ragcourt noise --config {config_file}` on {dataset}")
             _save_band(home, name, whole[0]["per_question_sd"], whole[0]["n_questions"], measured)
+
+
+def _present_defaults(present: set[str]) -> list[str]:
+    """The default metrics the runs report. Runs scored before the answer side existed have the context side
+    only: it is measured alone, with a note, rather than refused."""
+    found = [name for name in DEFAULT_METRICS if name in present]
+    if not found:
+        _fail(f"neither run has the default metrics ({', '.join(DEFAULT_METRICS)}): name one with --metric (their "
+              f"metrics: {', '.join(sorted(present)) or 'none'})")
+    for name in DEFAULT_METRICS:
+        if name not in present:
+            console.print(escape(f"note: {name} is in neither run (scored before ragcourt reported it); measuring "
+                                 f"{', '.join(found)} only"), style="yellow")
+    return found
 
 
 def _element_lists(store: RecordStore) -> list[Decomposition]:
@@ -196,6 +217,7 @@ def compare(
 ) -> None:
     """Per metric: mean of A and B over the questions both scored, B - A, and "noise" when inside the band.
 
+    The elements method's answer-side coverage comes first, its context-side coverage beside it.
     The band: from --noise (two repeat runs of one configuration), else the per-question sd that `ragcourt
     noise` measured last for that metric (kept in HOME/noise/bands.json), else the paired band of the A-B
     differences themselves (not run-to-run noise: --fail-on-regression does not fail on it).
@@ -214,6 +236,9 @@ def compare(
     source = (f"repeat runs {noise_runs[0]} / {noise_runs[1]}" if noise_runs
               else "`ragcourt noise` where measured (HOME/noise/bands.json), else " + PAIRED_BAND)
     _print_frame(f"compare {run_a} -> {run_b}: band from {source}, z = 1.96", frame, COMPARE_COLUMNS)
+    for name in frame["metric"]:  # the elements method's two coverages, answer side first: say which is which
+        if name in METRIC_MEANINGS:
+            console.print(escape(f"{name}: {METRIC_MEANINGS[name]}"))
     if fail_on_regression:
         enforce_no_regression(frame, fail_on_any_drop)
 

@@ -99,7 +99,7 @@ def rerun(
             _fail(f"unknown system '{kind}' (use precomputed or reference)")
         # runs recorded before RunInfo kept the collection used `run`'s default one
         collection = collection or base.collection or HOTPOTQA_COLLECTION
-        config = EvalConfig.model_validate(base.config)
+        config = EvalConfig.of_stored_run(base.config)
         require_endpoints(config)
         models = Models(config, store)
         target = build_system(kind, workspace, models, collection)

@@ -12,17 +12,18 @@ from .agreement import (
     spearman,
 )
 from .cube import (
-    RANK_SCORE_IS,
     AnswerSet,
     CubeReading,
     CubeReport,
     JudgeCube,
+    RankScores,
     Spread,
     cube_report,
     is_retrieved,
     rank_score,
     recall_at_k,
     retrieved_only_analysis,
+    score_ranks,
 )
 from .cuer import (
     answered_yes_no,
@@ -57,7 +58,10 @@ from .dice import (
     vote_probabilities,
 )
 from .elements import (
+    ANSWER_SIDE,
+    CONTEXT_SIDE,
     Z_95,
+    CoverageSide,
     element_coverage,
     element_outcome,
     is_noise,
@@ -85,6 +89,7 @@ from .values import (
 __all__ = [
     "accuracy",
     "answered_yes_no",
+    "ANSWER_SIDE",
     "AnswerSet",
     "bare_yes_no",
     "Baseline",
@@ -94,6 +99,8 @@ __all__ = [
     "category_counts",
     "cohens_kappa",
     "ConfidenceInterval",
+    "CONTEXT_SIDE",
+    "CoverageSide",
     "confusion_matrix",
     "content_tokens",
     "cube_report",
@@ -129,12 +136,13 @@ __all__ = [
     "PlacementBasis",
     "ProbabilitySource",
     "rank_score",
-    "RANK_SCORE_IS",
+    "RankScores",
     "recall_at_k",
     "retrieved_only_analysis",
     "round_robin_schedule",
     "run_to_run_noise",
     "run_tournament",
+    "score_ranks",
     "sentences",
     "soft_score",
     "spearman",

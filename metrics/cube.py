@@ -19,8 +19,10 @@ Where DESIGN.md and seed 000 could be read two ways, the seed (and the numbers o
   "Mean +- SD" row, the population sd does not (e.g. relevance 4.50 vs 3.90).
 * The seed does not state the trimming proportion of its trimmed mean; the default here is 10 % cut
   from each end, with exactly ``scipy.stats.trim_mean`` semantics (documented choice, not the seed's).
-* Rank score (5.3): with TOP-N = 8 the seed maps a retrieved rank r to ``10 - r`` (= top_n + 2 - r), adds one
-  point when the gold document was the only document retrieved, and gives 0 when it was not retrieved.
+* Rank score (5.3): the seed maps a retrieved rank r to ``10 - r`` (its TOP-N is 8), adds one point when the gold
+  document was the only document retrieved ("to achieve a full score"), and gives 0 when it was not retrieved.
+  At another TOP-N the seed's formula and its shift ``top_n + 2 - r`` differ (`RankScoreRule`): ``10 - r`` is the
+  default, defined up to TOP-N 9 (at rank 10 a retrieved document would score as a miss).
 * The RAG set is read two ways (`CubeReading`). Seed 000 calls its weighted aggregate (78.95) "the performance on
   successfully retrieved cases" and multiplies it by R@k (80.41 %) for the CuBE score (63.48): the RAG set's means
   are taken over the samples whose gold document was retrieved (RETRIEVED, the default whenever the caller says
@@ -44,12 +46,11 @@ from pydantic import BaseModel, ConfigDict
 
 from ragcourt.metrics.agreement import pearson
 from ragcourt.schema import ConditionKind, MetricValue
+from ragcourt.schema.config import RankScoreRule
 
 DEFAULT_TRIM_PROPORTION = 0.1
 RANK_SCORE = "the rank score"
-RANK_SCORE_IS = ("rank score = top_n + 2 - rank of the gold document in the normal retrieval, 0 when it was not "
-                 "retrieved; top_n is the run's TOP-N: the config's top_k, or the most chunks the system returned "
-                 "when it returned more")
+SEED_RULE_MAX_TOP_N = 9  # 10 - rank scores rank 9 with 1, the seed's lowest; rank 10 would score 0, as a miss
 
 
 class AnswerSet(StrEnum):
@@ -113,11 +114,15 @@ def trimmed_mean(
     return MetricValue(name=name, value=math.fsum(kept) / len(kept), n=len(scored), n_unscored=n_unscored)
 
 
-def rank_score(rank: int | None, top_n: int, only_gold_retrieved: bool = False) -> int:
-    """Seed 000, 5.3: ``top_n + 2 - rank`` for a retrieved gold document (1-based rank), +1 when the gold
-    document was the only document retrieved, 0 when it was not retrieved (rank 0 or None)."""
+def rank_score(rank: int | None, top_n: int, rule: RankScoreRule = RankScoreRule.SEED,
+               only_gold_retrieved: bool = False) -> int:
+    """Seed 000, 5.3: ``10 - rank`` (rule SEED) or ``top_n + 2 - rank`` (rule TOP_N) for a retrieved gold document
+    (1-based rank), +1 when the gold document was the only document retrieved, 0 when it was not retrieved (rank 0
+    or None). ValueError for the SEED rule beyond TOP-N 9 (`SEED_RULE_MAX_TOP_N`)."""
     if top_n < 1:
         raise ValueError(f"top_n must be >= 1, got {top_n}")
+    if rule is RankScoreRule.SEED and top_n > SEED_RULE_MAX_TOP_N:
+        raise ValueError(_seed_rule_too_deep(top_n))
     if rank is None or rank == 0:
         if only_gold_retrieved:
             raise ValueError("the gold document cannot be the only retrieved document and not retrieved")
@@ -126,7 +131,64 @@ def rank_score(rank: int | None, top_n: int, only_gold_retrieved: bool = False) 
         raise ValueError(f"rank must be 0 (not retrieved) or in 1..{top_n}, got {rank}")
     if only_gold_retrieved and rank != 1:
         raise ValueError(f"the only retrieved document has rank 1, got {rank}")
-    return top_n + 2 - rank + (1 if only_gold_retrieved else 0)
+    full = 10 if rule is RankScoreRule.SEED else top_n + 2  # the gold document alone: rank 1 and the extra point
+    return full - rank + (1 if only_gold_retrieved else 0)
+
+
+def _seed_rule_too_deep(top_n: int) -> str:
+    return (f"seed 000's rank score 10 - rank is defined up to TOP-N {SEED_RULE_MAX_TOP_N} (the seed's is 8): "
+            "from rank 10 on, a retrieved gold document would score no more than a missed one, and this run's TOP-N "
+            f"is {top_n}; set rank_score: top_n (top_n + 2 - rank) in the config, or give every dimension a fixed "
+            "weight")
+
+
+class RankScores(_Frozen):
+    """Seed 000, 5.3: every sample's rank score under one rule, aligned with the samples.
+
+    ranks: the gold document's 1-based rank in the normal retrieval, 0 when it was not retrieved; top_n: the run's
+    TOP-N; only_gold: whether the gold document was the only document retrieved. scores is None, with na_reason,
+    when the rule does not reach the run's TOP-N (`score_ranks`).
+    """
+
+    rule: RankScoreRule
+    top_n: int
+    ranks: tuple[int, ...]
+    only_gold: tuple[bool, ...]
+    scores: tuple[int, ...] | None
+    na_reason: str | None = None
+
+    @property
+    def formula(self) -> str:
+        """The rank score of a retrieved gold document in this run, as the reports print it."""
+        return "10 - rank" if self.rule is RankScoreRule.SEED else f"{self.top_n + 2} - rank"
+
+    @property
+    def description(self) -> str:
+        """What the rank score is, for the notes beside the automatic weights."""
+        if self.rule is RankScoreRule.SEED:
+            formula = ("10 - rank of the gold document in the normal retrieval (seed 000's own, defined up to "
+                       f"TOP-N {SEED_RULE_MAX_TOP_N})")
+        else:
+            formula = ("top_n + 2 - rank of the gold document in the normal retrieval "
+                       f"({self.formula} at this run's TOP-N; rank_score: top_n)")
+        return (f"rank score = {formula}, a point more when the gold document was the only document retrieved, 0 "
+                "when it was not retrieved")
+
+
+def score_ranks(ranks: Sequence[int | None], top_n: int, rule: RankScoreRule = RankScoreRule.SEED,
+                only_gold_retrieved: Sequence[bool] | None = None) -> RankScores:
+    """The `RankScores` of samples whose gold documents sit at `ranks` (0 or None: not retrieved) of a run's
+    TOP-N; `only_gold_retrieved` (aligned with the ranks; default: none) marks the samples whose normal retrieval
+    was the gold document alone."""
+    only_gold = tuple(only_gold_retrieved) if only_gold_retrieved is not None else (False,) * len(ranks)
+    if len(only_gold) != len(ranks):
+        raise ValueError("only_gold_retrieved must align with ranks")
+    kept = tuple(r or 0 for r in ranks)
+    if rule is RankScoreRule.SEED and top_n > SEED_RULE_MAX_TOP_N:
+        return RankScores(rule=rule, top_n=top_n, ranks=kept, only_gold=only_gold, scores=None,
+                          na_reason=_seed_rule_too_deep(top_n))
+    scores = tuple(rank_score(r, top_n, rule, g) for r, g in zip(kept, only_gold, strict=True))
+    return RankScores(rule=rule, top_n=top_n, ranks=kept, only_gold=only_gold, scores=scores)
 
 
 def is_retrieved(rank: int | None) -> bool:
@@ -157,11 +219,13 @@ class DimensionWeights(_Frozen):
 
 
 def auto_weights(
-    dimension_scores: Mapping[str, Sequence[float | None]], rank_scores: Sequence[float | None]
+    dimension_scores: Mapping[str, Sequence[float | None]], rank_scores: Sequence[float | None],
+    rank_score_is: str | None = None,
 ) -> DimensionWeights:
     """|Pearson(dimension score, rank score)| per dimension, normalized to sum 1 (seed 000, 5.3 and Table 3).
 
-    ``dimension_scores`` are the per-sample scores of the RAG answer set, aligned with ``rank_scores``.
+    ``dimension_scores`` are the per-sample scores of the RAG answer set, aligned with ``rank_scores``;
+    ``rank_score_is`` says what the rank score is (`RankScores.description`) when no weight can be had.
     """
     correlations = {
         dim: pearson(scores, rank_scores, name=f"pearson_{dim}_rank", labels=("the RAG score", RANK_SCORE))
@@ -176,7 +240,8 @@ def auto_weights(
         reasons = "; ".join(f"{', '.join(dims)}: {reason}" for reason, dims in grouped.items())
         return DimensionWeights(
             weights=None,
-            na_reason=f"no dimension correlates with the rank score ({RANK_SCORE_IS}): {reasons or 'no dimensions'}; "
+            na_reason=f"no dimension correlates with the rank score{f' ({rank_score_is})' if rank_score_is else ''}"
+            f": {reasons or 'no dimensions'}; "
             "automatic weights are undefined, so give every dimension a fixed numeric weight (weight: 1 in the "
             "config's dimensions weighs them equally)",
             correlations=correlations,
@@ -327,12 +392,13 @@ class ReadingSpread(_Frozen):
 
 class CubeReport(_Frozen):
     """Table 4 per judge, R@k, and the spread across judges per reading; the spread properties are the default
-    reading's."""
+    reading's. rank_scores: what the automatic weights correlate with (None when the weights were given)."""
 
     judges: tuple[JudgeCube, ...]
     r_at_k: MetricValue
     reading: CubeReading
     spreads: dict[CubeReading, ReadingSpread]
+    rank_scores: RankScores | None = None
 
     @property
     def reading_order(self) -> tuple[CubeReading, ...]:
@@ -376,7 +442,7 @@ def _judge_weights(
     judge: str,
     per_set: ScoresPerSet,
     weights: Mapping[str, Mapping[str, float]] | None,
-    rank_scores: Sequence[float | None] | None,
+    rank_scores: RankScores | None,
 ) -> DimensionWeights:
     if weights is not None:
         if judge not in weights:
@@ -386,12 +452,15 @@ def _judge_weights(
     if rank_scores is None:
         return DimensionWeights(weights=None, na_reason="neither weights nor rank scores given: give fixed weights "
                                 "or the samples' rank scores")
+    if rank_scores.scores is None:
+        return DimensionWeights(weights=None, na_reason=f"no rank score to correlate with: {rank_scores.na_reason}")
     if any(isinstance(s, int | float) for s in rag.values()):
         return DimensionWeights(
             weights=None, na_reason="automatic weights need per-sample RAG scores, got aggregated means: give "
             "fixed weights or the per-sample scores"
         )
-    return auto_weights({d: s for d, s in rag.items() if not isinstance(s, int | float)}, rank_scores)
+    return auto_weights({d: s for d, s in rag.items() if not isinstance(s, int | float)}, rank_scores.scores,
+                        rank_scores.description)
 
 
 def _total(means: Mapping[str, MetricValue], weights: DimensionWeights, name: str) -> MetricValue:
@@ -486,7 +555,7 @@ def cube_report(
     scores_per_judge: Mapping[str, ScoresPerSet],
     r_at_k: float | MetricValue,
     weights: Mapping[str, Mapping[str, float]] | None = None,
-    rank_scores: Sequence[float | None] | None = None,
+    rank_scores: RankScores | None = None,
     proportion: float = DEFAULT_TRIM_PROPORTION,
     retrieved: Sequence[bool] | None = None,
 ) -> CubeReport:
@@ -514,7 +583,8 @@ def cube_report(
     first = rows[0]
     return CubeReport(judges=rows, r_at_k=r_value, reading=first.reading,
                       spreads={reading: _reading_spread([row.readings[reading] for row in rows], next(iter(dims)))
-                               for reading in first.readings})
+                               for reading in first.readings},
+                      rank_scores=None if weights is not None else rank_scores)
 
 # --------------------------------------------------------------------------- human ratings (Table 5)
 
@@ -587,21 +657,23 @@ class DimensionRetrievalSplit(_Frozen):
 
 
 def retrieved_only_analysis(
-    dimension_scores: Mapping[str, Sequence[float | None]],
-    ranks: Sequence[int | None],
-    top_n: int,
-    only_gold_retrieved: Sequence[bool] | None = None,
+    dimension_scores: Mapping[str, Sequence[float | None]], rank_scores: RankScores
 ) -> dict[str, DimensionRetrievalSplit]:
     """Seed 000, 5.3: does rank matter once the gold document is retrieved at all?
 
     The seed finds the correlation with rank drops from moderate (all samples) to weak (retrieved ones):
-    whether the gold document is retrieved matters, its position among the top N much less.
+    whether the gold document is retrieved matters, its position among the top N much less. Both correlations
+    are n/a, with the reason, when the rule gives no rank scores.
     """
-    only_gold = only_gold_retrieved if only_gold_retrieved is not None else [False] * len(ranks)
-    if len(only_gold) != len(ranks):
-        raise ValueError("only_gold_retrieved must align with ranks")
-    rank_scores = [rank_score(r, top_n, g) for r, g in zip(ranks, only_gold, strict=True)]
+    ranks, values = rank_scores.ranks, rank_scores.scores
     retrieved = [i for i, r in enumerate(ranks) if is_retrieved(r)]
+
+    def correlation(scores: Sequence[float | None], indices: Sequence[int], name: str) -> MetricValue:
+        if values is None:
+            return _na(name, f"no rank score: {rank_scores.na_reason}")
+        return pearson([scores[i] for i in indices], [values[i] for i in indices], name=name,
+                       labels=("the RAG score", RANK_SCORE))
+
     result: dict[str, DimensionRetrievalSplit] = {}
     for dim, scores in dimension_scores.items():
         if len(scores) != len(ranks):
@@ -610,12 +682,8 @@ def retrieved_only_analysis(
         kept_scored = [float(s) for s in kept if s is not None]
         summary = spread(kept_scored)
         result[dim] = DimensionRetrievalSplit(
-            correlation_all=pearson(scores, rank_scores, name=f"pearson_{dim}_rank_all",
-                                    labels=("the RAG score", RANK_SCORE)),
-            correlation_retrieved=pearson(
-                kept, [rank_scores[i] for i in retrieved], name=f"pearson_{dim}_rank_retrieved",
-                labels=("the RAG score", RANK_SCORE),
-            ),
+            correlation_all=correlation(scores, range(len(ranks)), f"pearson_{dim}_rank_all"),
+            correlation_retrieved=correlation(scores, retrieved, f"pearson_{dim}_rank_retrieved"),
             mean_retrieved=summary.mean,
             sd_retrieved=summary.sd,
             n_retrieved=len(kept_scored),

@@ -4,6 +4,8 @@ Every element of an expert's reference answer (one fact or condition, frozen onc
 verdicts: in the normal retrieval's context, in the loose retrieval's context (no score cut-off,
 twice the top-k, same query; only run for samples under the coverage threshold), and in the answer.
 From them it is attributed to the place a fix belongs: generation, retrieval or the documents.
+A sample has two coverages: the context side (`element_coverage`, elements found in the normal retrieval's
+chunks) and the answer side (`element_answer_coverage`, elements the answer states).
 Two judges decide each verdict and their results are averaged (seed 003): a 1-1 split counts 0.5 toward
 coverage, and an element the split leaves between two statuses is shared out over them (JUDGES_SPLIT), so
 no figure depends on the order the judges are listed in.
@@ -18,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ragcourt.metrics.values import MetricName, not_available
 from ragcourt.schema import Element, ElementOutcome, ElementStatus, ElementVerdict, MetricValue
@@ -143,27 +146,45 @@ def verdict_value(outcome: ElementOutcome, which: ElementVerdict) -> JuryValue:
 # --------------------------------------------------------------------------- per sample
 
 
-def coverage_of(values: Iterable[JuryValue]) -> MetricValue:
-    """Element coverage of one sample from its normal-context verdicts: their mean, a split counting 0.5 (seed
-    003: the two judges' results averaged). None values leave numerator and denominator (n_unscored). The
-    loose-retrieval trigger and the reported figure both use this, so they cannot disagree."""
+class CoverageSide(NamedTuple):
+    """One of seed 003's two coverages of a sample's elements: the verdict it is the mean of, the name it is
+    reported under, and what its checks are called in an n/a reason."""
+
+    verdict: ElementVerdict
+    metric: MetricName
+    checks: str
+
+
+# The retrieval side ("上下文召回率"): elements found in the normal retrieval's chunks; the loose re-run's trigger.
+CONTEXT_SIDE = CoverageSide(ElementVerdict.IN_CONTEXT, MetricName.ELEMENT_COVERAGE, "context")
+# The generation side ("事实正确性" recall): elements the answer states. Seed 003's run-to-run noise (sd about 0.14
+# per question) "comes mainly from the answering LLM", so it shows here; a fixed retriever leaves the context side
+# all but unmoved. The same checks give method reference's element_recall, which only that method reports.
+ANSWER_SIDE = CoverageSide(ElementVerdict.IN_ANSWER, MetricName.ELEMENT_ANSWER_COVERAGE, "answer")
+
+
+def coverage_of(values: Iterable[JuryValue], side: CoverageSide = CONTEXT_SIDE) -> MetricValue:
+    """Element coverage of one sample on one side from its verdicts: their mean, a split counting 0.5 (seed 003:
+    the two judges' results averaged). None values leave numerator and denominator (n_unscored). The
+    loose-retrieval trigger and the reported context-side figure both use this, so they cannot disagree."""
     counted = list(values)
     decided = [value for value in counted if value is not None]
-    name = MetricName.ELEMENT_COVERAGE.value
+    name = side.metric.value
     if not decided:
-        reason = "the sample has no elements" if not counted else "every context check is unscored"
+        reason = "the sample has no elements" if not counted else f"every {side.checks} check is unscored"
         return not_available(name, reason, n_unscored=len(counted))
     return MetricValue(name=name, value=sum(decided) / len(decided), n=len(decided),
                        n_unscored=len(counted) - len(decided))
 
 
-def element_coverage(outcomes: Sequence[ElementOutcome]) -> MetricValue:
-    """Share of elements found in the normal retrieval's context (seed 003's per-question coverage).
+def element_coverage(outcomes: Sequence[ElementOutcome], side: CoverageSide = CONTEXT_SIDE) -> MetricValue:
+    """Share of elements found in the normal retrieval's context (CONTEXT_SIDE, seed 003's per-question coverage
+    that triggers the loose re-run), or stated by the answer (ANSWER_SIDE).
 
-    A split verdict counts 0.5. Elements with in_context None (and not split) leave numerator and
+    A split verdict counts 0.5. Elements whose verdict on that side is None (and not split) leave numerator and
     denominator (n_unscored). n/a when the sample has no elements or none is decided.
     """
-    return coverage_of(verdict_value(o, ElementVerdict.IN_CONTEXT) for o in outcomes)
+    return coverage_of((verdict_value(o, side.verdict) for o in outcomes), side)
 
 
 def needs_loose(coverage: float | None, threshold: float = LOOSE_COVERAGE_THRESHOLD) -> bool:
@@ -182,7 +203,8 @@ class SampleElements:
     covered_elements: in the normal context; newly_covered_in_loose: not in the normal context but
     in the loose one; uncovered_in_loose: in neither (the loose run happened); answered: in the answer;
     judges_split: elements with a verdict the judges split on (none of the lists above holds it for that
-    verdict; seed 003 records such cases for review).
+    verdict; seed 003 records such cases for review). coverage: the context side; answer_coverage: the
+    answer side.
     """
 
     covered_elements: tuple[str, ...]
@@ -190,6 +212,7 @@ class SampleElements:
     uncovered_in_loose: tuple[str, ...]
     answered: tuple[str, ...]
     coverage: MetricValue
+    answer_coverage: MetricValue
     judges_split: tuple[str, ...] = ()
 
 
@@ -205,6 +228,7 @@ def sample_elements(outcomes: Sequence[ElementOutcome]) -> SampleElements:
         ),
         answered=tuple(o.text for o in outcomes if o.in_answer is True),
         coverage=element_coverage(outcomes),
+        answer_coverage=element_coverage(outcomes, ANSWER_SIDE),
         judges_split=tuple(o.text for o in outcomes if o.split),
     )
 

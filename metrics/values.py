@@ -32,7 +32,10 @@ class MetricName(StrEnum):
     SOFT_CORRECTNESS = "soft_correctness"
     GROUNDING = "grounding_score"
     CONFIDENCE_ERROR = "confidence_error"
+    # seed 003's two coverages of a sample's elements: found in the normal retrieval's chunks (context side; the
+    # loose re-run's trigger) and stated by the answer (answer side; where the answering LLM's noise shows)
     ELEMENT_COVERAGE = "element_coverage"
+    ELEMENT_ANSWER_COVERAGE = "element_answer_coverage"
     # method reference (metrics.reference): the counterparts of RAGAS's factual correctness and context precision
     CLAIM_PRECISION = "claim_precision"
     ELEMENT_RECALL = "element_recall"
@@ -76,6 +79,9 @@ class NaCause(StrEnum):
     `na_reason` starts with: the reason stays one readable sentence, the cause is found by its type."""
 
     UNKNOWN_CHUNKS = "the retrieved chunks are unknown"  # the system answered without showing its retrieval
+    NO_REFERENCE = "the sample has no reference answer"
+    NO_ANSWER = "there is no answer"  # the system gave none under the condition
+    ANSWER_FAILED = "the answer failed"  # the system's call ended in an error
 
     def reason(self, detail: str) -> str:
         """The n/a reason of this cause with its detail, e.g. `the retrieved chunks are unknown: <why>`."""

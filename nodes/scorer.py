@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from ragcourt.judging.llm_judge import claims_target_text
 from ragcourt.metrics import cuer, qcare, reference
-from ragcourt.metrics.elements import JuryValue, element_coverage, element_outcome
+from ragcourt.metrics.elements import ANSWER_SIDE, CONTEXT_SIDE, JuryValue, element_coverage, element_outcome
 from ragcourt.metrics.values import Decision, MetricKey, MetricName, NaCause, any_true, not_available
 from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.schema import (
@@ -21,12 +21,15 @@ from ragcourt.schema import (
     NORMAL,
     Check,
     CheckKind,
+    Claim,
     ConfidenceSource,
+    ElementOutcome,
     Label,
     MetricValue,
     Reconciled,
     SampleDiagnostics,
     SampleStatus,
+    SubQuery,
     TokenUsage,
     TraceSource,
     VerdictStatus,
@@ -41,8 +44,10 @@ QCARE_KINDS = {
     "conciseness": (CheckKind.CLAIM_SERVES_SUBQUERY, CheckKind.SUBQUERY_ANSWERED),
     "verifiableness": (CheckKind.CLAIM_SUPPORTED,),
 }
-ELEMENT_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER)
-NO_REFERENCE = "the sample has no reference answer: elements are split from one (seed 003)"
+# The check kind each element coverage is the mean of, whose escalations it counts (the loose re-run's
+# element_in_context checks included: one kind, and together the two sides count every element check once).
+ELEMENT_SIDE_KINDS = {CONTEXT_SIDE: (CheckKind.ELEMENT_IN_CONTEXT,), ANSWER_SIDE: (CheckKind.ELEMENT_IN_ANSWER,)}
+NO_REFERENCE = NaCause.NO_REFERENCE.reason("elements are split from one (seed 003)")
 SPLIT_FAILED = "the {what} could not be split into {units} (the decomposer gave no scored split)"
 
 
@@ -89,12 +94,7 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
     # Sufficiency is judged on R(q), the claims the jury found to serve q (seed 002, 3.4.2): the check on exactly
     # that set decides. A q no claim serves has no such check (None): it is not covered whatever sufficiency
     # would say (`covered_subqueries`), so without claims every sub-query is a decided "not covered".
-    answered = [
-        decisions.get(kind.SUBQUERY_ANSWERED, sq.text,
-                      claims_target_text(cl.text for cl, row in zip(claims, serves, strict=True) if row[j] is True))
-        if any(row[j] is True for row in serves) else None
-        for j, sq in enumerate(subqueries)
-    ]
+    answered = [_sufficiency(decisions, sq, claims, [row[j] for row in serves]) for j, sq in enumerate(subqueries)]
     # k is the retrieval's own (top_k), the same for every sample, so C-Prec@k is one metric across the run;
     # given contexts have none, and every sample's chunks count whole under the name without @k.
     values = qcare.qcare_metrics(covers, serves, answered, supports, k=normal.k if normal else None)
@@ -124,6 +124,18 @@ def _qcare(state: SampleState, decisions: Decisions) -> tuple[list[MetricValue],
         sq.text for j, sq in enumerate(subqueries) if all(row[j] is False for row in covers)
     ] if normal is not None else []
     return metrics, graph, unsupported, uncovered
+
+
+def _sufficiency(decisions: Decisions, subquery: SubQuery, claims: Sequence[Claim],
+                 serving: Sequence[Decision]) -> Decision:
+    """Whether R(q) answers q: the sufficiency check on the claims decided to serve q, None when none is. A serve
+    check left undecided (unscored, or the judges split) may put its claim in R(q): then only a "sufficient"
+    decides (more claims cannot answer q less), and "not sufficient" is undecided, never a decided "not covered"."""
+    if not any(d is True for d in serving):
+        return None
+    known = claims_target_text(claim.text for claim, d in zip(claims, serving, strict=True) if d is True)
+    decided = decisions.get(CheckKind.SUBQUERY_ANSWERED, subquery.text, known)
+    return None if decided is False and None in serving else decided
 
 
 REFERENCE_KINDS = (CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_ANSWER, CheckKind.ELEMENT_IN_CHUNK)
@@ -164,13 +176,18 @@ def _reference(state: SampleState, decisions: Decisions) -> list[MetricValue]:
     return [m.model_copy(update={"n_escalated": decisions.escalated(escalated[m.name])}) for m in values]
 
 
-def _why_no_claims(state: SampleState) -> str:
+def _why_no_answer(state: SampleState) -> str | None:
+    """Why the normal condition has no answer to judge (none given, or it failed); None when it has one."""
     answer = state.get("answers", {}).get(NORMAL.key)
     if answer is None:
-        return f"there is no answer: {state.get('unavailable', {}).get(NORMAL.key, 'the system gave none')}"
+        return NaCause.NO_ANSWER.reason(state.get("unavailable", {}).get(NORMAL.key, "the system gave none"))
     if answer.status is not VerdictStatus.OK:
-        return f"the answer failed: {answer.error or answer.unscored_reason}"
-    return "the answer's claims could not be split (the decomposer gave no scored split)"
+        return NaCause.ANSWER_FAILED.reason(str(answer.error or answer.unscored_reason))
+    return None
+
+
+def _why_no_claims(state: SampleState) -> str:
+    return _why_no_answer(state) or "the answer's claims could not be split (the decomposer gave no scored split)"
 
 
 NO_TRACE = ("the system reports no trace and no claim-chunk support was judged for this answer (the judged trace "
@@ -265,6 +282,33 @@ def _perturbations(state: SampleState, traces: dict[str, Trace]) -> tuple:
     return cuer.utility_table(outcome(original), [outcome(a) for a in others], titles, sample.gold_titles).rows
 
 
+ELEMENT_SIDES = (ANSWER_SIDE, CONTEXT_SIDE)  # answer side first: it is the figure seed 003's noise is measured on
+
+
+def _element_metrics(state: SampleState, elements: Sequence[ElementOutcome], decisions: Decisions) -> list[MetricValue]:
+    """Both element coverages, each counting the escalations of its own side's checks; n/a with the typed reason
+    when the sample has no reference, its split failed, the retrieval is unknown (context side) or there is no
+    answer (answer side). An element list split to nothing reports neither."""
+    sample = state["sample"]
+    if not sample.reference_answer:  # said, not silently left out
+        return [not_available(side.metric.value, NO_REFERENCE) for side in ELEMENT_SIDES]
+    if "elements" not in state:
+        split_failed = SPLIT_FAILED.format(what="reference answer", units="elements")
+        return [not_available(side.metric.value, split_failed) for side in ELEMENT_SIDES]
+    if not elements:
+        return []
+    hidden = state.get("retrieval_hidden")
+    unknown_chunks = (NaCause.UNKNOWN_CHUNKS.reason(hidden)
+                      if hidden and NORMAL.key not in state.get("retrievals", {}) else None)
+    why_na = {ANSWER_SIDE: _why_no_answer(state), CONTEXT_SIDE: unknown_chunks}
+    return [
+        not_available(side.metric.value, why) if (why := why_na[side]) is not None
+        else element_coverage(elements, side).model_copy(
+            update={"n_escalated": decisions.escalated(ELEMENT_SIDE_KINDS[side])})
+        for side in ELEMENT_SIDES
+    ]
+
+
 async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx, sample = runtime.context, state["sample"]
     checks = list(state.get("checks", {}).values())
@@ -285,19 +329,8 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
         )
         for e in (state.get("elements", ()) if Method.ELEMENTS in ctx.config.methods else ())
     )
-    element_metrics = (
-        [element_coverage(elements).model_copy(update={"n_escalated": decisions.escalated(ELEMENT_KINDS)})]
-        if elements else []
-    )
-    if Method.ELEMENTS in ctx.config.methods and not sample.reference_answer:  # said, not silently left out
-        element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value, NO_REFERENCE)]
-    elif Method.ELEMENTS in ctx.config.methods and "elements" not in state:
-        element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value,
-                                         SPLIT_FAILED.format(what="reference answer", units="elements"))]
-    unknown_retrieval = state.get("retrieval_hidden")
-    if elements and unknown_retrieval and NORMAL.key not in state.get("retrievals", {}):
-        element_metrics = [not_available(MetricName.ELEMENT_COVERAGE.value,
-                                         NaCause.UNKNOWN_CHUNKS.reason(unknown_retrieval))]
+    element_metrics = (_element_metrics(state, elements, decisions)
+                       if Method.ELEMENTS in ctx.config.methods else [])
     if ctx.config.drop_pointer_elements and "dropped_elements" in state:
         dropped = len(state["dropped_elements"])
         element_metrics.append(MetricValue(name=MetricName.POINTER_ELEMENTS_DROPPED.value, value=float(dropped),

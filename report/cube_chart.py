@@ -12,7 +12,6 @@ those notes below the chart.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
 from html import escape
 
 from ragcourt.analysis.cube_tables import (
@@ -131,8 +130,8 @@ def _readings_legend(report: CubeReport) -> list[str]:
 
 
 def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension", *,
-                    counts: CubeCounts | None = None, notes: NaNotes | None = None, warning: str | None = None,
-                    ranks: Sequence[int] | None = None, top_n: int | None = None) -> str:
+                    counts: CubeCounts | None = None, notes: NaNotes | None = None, warning: str | None = None
+                    ) -> str:
     """One panel per dimension, one row per judge: closed book (hollow circle), RAG (filled circle; another
     reading of the RAG set, a hollow diamond), oracle (hollow square) trimmed means on 0-10; then each judge's
     Wgt. Score and CuBE score per reading and their spread.
@@ -140,11 +139,10 @@ def cube_bounds_svg(report: CubeReport, title: str = "CuBE bounds per dimension"
     counts (the `counts` of cube_tables.cube_inputs): under the legend the checks and verdicts behind each answer
     set, and in each panel those of its dimension; the chart widens to fit them. Every n/a is followed by the number of its
     reason: in notes when given (the caller lists them, e.g. below the chart on the page), else in the chart's
-    own notes at its bottom. ranks and top_n (the run's) name the rank score in the weights' reason. warning:
-    a line on top in red (e.g. that the judges are rule-based)."""
+    own notes at its bottom. warning: a line on top in red (e.g. that the judges are rule-based)."""
     own_notes = notes is None
     notes = NaNotes() if notes is None else notes
-    reasons = cube_reasons(report, ranks, top_n)
+    reasons = cube_reasons(report)
     spread_reasons = cube_spread_reasons(report)
     r_at_k_reason = cube_r_at_k_reason(report)
     r_at_k_note = None if r_at_k_reason is None else notes.ref(r_at_k_reason, "", "R@k")

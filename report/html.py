@@ -115,7 +115,8 @@ def noted_rows(frame: pd.DataFrame, limit: int, cells: Sequence[Mapping[str, int
 
 
 # Metrics the method sections tabulate: the summary draws their distributions and lists only the others.
-SECTION_METRICS = frozenset({*QCARE_METRICS, *ANSWER_METRICS, MetricName.ELEMENT_COVERAGE})
+SECTION_METRICS = frozenset({*QCARE_METRICS, *ANSWER_METRICS, MetricName.ELEMENT_COVERAGE,
+                             MetricName.ELEMENT_ANSWER_COVERAGE})
 HEADLINE_METRICS = frozenset(SECTION_METRICS - {MetricName.EXACT_MATCH, MetricName.CONFIDENCE_ERROR})
 TABLE_SCRIPT = "table.js"  # sorts and filters the page's tables; inlined with the page's nonce
 

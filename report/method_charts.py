@@ -30,8 +30,7 @@ def write_method_charts(store: RecordStore, run_id: str, config: EvalConfig, run
         else:
             report = cube_of_inputs(inputs, config)
             warning = cube_rule_based_note(config, [j.judge for j in report.judges])
-            path.write_text(cube_bounds_svg(report, counts=inputs.counts, warning=warning, ranks=inputs.ranks,
-                                            top_n=inputs.top_n), encoding="utf-8")
+            path.write_text(cube_bounds_svg(report, counts=inputs.counts, warning=warning), encoding="utf-8")
             out[path] = None
     if Method.CUER in config.methods:
         path = run_dir / CUER_CHART

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 from markupsafe import Markup
@@ -52,7 +51,6 @@ from ragcourt.analysis.qcare_tables import (
 )
 from ragcourt.analysis.summary import MetricRow
 from ragcourt.data.human_scores import HumanScores
-from ragcourt.metrics.cube import RANK_SCORE_IS
 from ragcourt.metrics.values import MetricKey, MetricName
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
@@ -159,14 +157,21 @@ def gap_share_chart(gaps: pd.DataFrame, coverage: tuple[MetricRow, ...]) -> Mark
     return bar_chart("Where missing elements were lost", bars, lo=0.0, hi=1.0, caption=caption)
 
 
+# Both sides of seed 003's element coverage, answer side first; each counts its own checks' escalations, so
+# together they count every element check once (the gap chart's caption adds them up).
+ELEMENT_COVERAGES = (MetricName.ELEMENT_ANSWER_COVERAGE, MetricName.ELEMENT_COVERAGE)
+ELEMENT_COVERAGE_TITLE = ("Element coverage: stated by the answer (element_answer_coverage), found in the retrieved "
+                          "chunks (element_coverage)")
+
+
 def elements_section(data: ReportData) -> Section:
-    rows = tuple(r for r in data.summary.metrics if MetricKey.of(r.name).base == MetricName.ELEMENT_COVERAGE)
+    rows = tuple(r for r in data.summary.metrics if MetricKey.of(r.name).base in ELEMENT_COVERAGES)
     diagnostics = _diagnostics(data)
     gaps = gap_share_frame(diagnostics)
     tables = [NamedTable("element_gap_shares", "Element statuses and gap shares", gaps),
               NamedTable("element_undecided", UNDECIDED_TABLE, undecided_frame(diagnostics))]
     if rows:
-        tables.insert(0, NamedTable("element_coverage", "Element coverage", metric_frame(rows)))
+        tables.insert(0, NamedTable("element_coverage", ELEMENT_COVERAGE_TITLE, metric_frame(rows)))
     shares = gaps["gap_share"].notna().any()
     charts = (gap_share_chart(gaps, rows), gap_attribution_svg(gap_rows(diagnostics, data.metadata))) if shares else ()
     notes = (ELEMENT_NOTE,) if shares else ("no element was missed, or the run has no elements",)
@@ -195,16 +200,15 @@ def cube_section(store: RecordStore, data: ReportData, human: HumanScores | None
     if isinstance(inputs, Unavailable):
         return Section("cube", "CuBE", notes=(f"n/a: {inputs.reason}",))
     report, counts = cube_of_inputs(inputs, config), inputs.counts
-    where: dict[str, Any] = {"ranks": inputs.ranks, "top_n": inputs.top_n}
     na = NaNotes()
-    table4 = cube_noted_frame(report, counts, na, **where)
-    bounds = cube_bounds_noted_frame(report, counts, na, **where)
+    table4 = cube_noted_frame(report, counts, na)
+    bounds = cube_bounds_noted_frame(report, counts, na)
     retrieved = cube_retrieved_only_noted(inputs, na)
     humans = () if human is None else (NamedTable.noted(
         "cube_human", "CuBE human ratings between the judges' bounds (seed 000, Table 5)",
         cube_human_noted(cube_human(inputs, report, human, config), report, counts.n_samples, na)),)
     rule_based = cube_rule_based_note(config, [j.judge for j in report.judges])
-    chart = cube_bounds_svg(report, counts=counts, notes=na, warning=rule_based, **where)
+    chart = cube_bounds_svg(report, counts=counts, notes=na, warning=rule_based)
     r_at_k, r_at_k_reason, spread_reasons = report.r_at_k.value, cube_r_at_k_reason(report), cube_spread_reasons(report)
     r_at_k_text = _with_note("n/a" if r_at_k is None else f"{r_at_k:.2%}",
                              None if r_at_k_reason is None else na.ref(r_at_k_reason, "", "R@k"))
@@ -219,7 +223,7 @@ def cube_section(store: RecordStore, data: ReportData, human: HumanScores | None
               for reading, text in zip(report.reading_order[1:], spread_texts[1:], strict=True)]
     weights = ("weights: fixed, from the config's dimensions" if fixed_weights(config) else
                "weights: automatic, |Pearson r| of each dimension's RAG scores with the rank score, normalized to "
-               f"sum 1 (seed 000, 5.3); {RANK_SCORE_IS}")
+               f"sum 1 (seed 000, 5.3); {inputs.rank_scores.description}")
     every = counts.count()
     notes = (
         "normalized = (RAG - closed_book) / (oracle - closed_book); CuBE score = normalized weighted total x R@k",

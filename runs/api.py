@@ -151,7 +151,8 @@ def run_inputs(store: RecordStore, run_id: str, samples: Sequence[Sample]) -> di
 def reference_system(collection: str = HOTPOTQA_COLLECTION, *, home: PathInput = DEFAULT_HOME,
                      generator: Generator | None = None) -> ReferenceRAG:
     """The CLI's reference RAG: the workspace's embedded chromadb collection (written by `ragcourt index` or
-    `ragcourt demo`, offline MiniLM embeddings) and a generator: by default the configuration's `answerer`
+    `ragcourt demo`, offline MiniLM embeddings), retrieving as the configuration's `reference_retriever` says
+    (BM25 with the cuer method, else dense), and a generator: by default the configuration's `answerer`
     ('extractive' unless EvalConfig(answerer="openai:...") says otherwise), or the `generator` given."""
     workspace = Workspace(home)
     vectors = workspace.open_vectors() if workspace.chroma_path.is_dir() else None
@@ -248,6 +249,8 @@ async def _stream(plan: _Plan) -> AsyncGenerator[SampleDiagnostics, None]:
     try:
         def system_of(models: Models) -> RAGSystem:
             system = plan.system
+            if isinstance(system, ReferenceRAG) and system.retriever is None:
+                system = replace(system, retriever=plan.config.reference_retriever)
             if isinstance(system, ReferenceRAG) and isinstance(system.generator, ConfiguredAnswerer):
                 return replace(system, generator=models.generator())
             return system

@@ -1,12 +1,14 @@
 """Dask as the engine of a run spread over worker processes (`ragcourt run --workers N / --scheduler ADDRESS`).
 
 The coordinator (`DaskRun.astream`, in the command's process) queues the run in its PostgreSQL store
-(runs.distributed.queue_run), then submits one Dask task per worker, a shard: `run_shard` builds the run's
-parts in the worker from plain values (the configuration, the store's URL, the Chroma server's URL), and drains
-the run's work queue on its own event loop (runs.distributed.adrain), many samples at once, so an async task
-holds its worker thread to the end (one task per sample would pay Dask's scheduling per sample). Leases, not
-Dask, decide who evaluates what: a worker killed mid-run leaves leases that run out and are taken over, and Dask
-runs its lost shard again on a live worker.
+(runs.distributed.queue_run), then submits one Dask task per worker, a shard, placed by the scheduler:
+`run_shard` builds the run's parts in the worker from plain values (the configuration, the store's URL, the Chroma
+server's URL), and drains the run's work queue on its own event loop (runs.distributed.adrain), many samples at
+once, so an async task holds its worker thread to the end (one task per sample would pay Dask's scheduling per
+sample). Leases, not Dask, decide who evaluates what: a worker killed mid-run leaves leases that run out and are
+taken over, and Dask runs its lost shard again on a live worker (or on the worker its nanny starts in its place).
+A run in which no worker makes progress for `DaskOptions.stall_s` (no sample completed, no live lease) fails
+saying so, never waits for ever.
 
 The configured `llm_concurrency` is the cap of the whole cluster per endpoint: it is split across the shards
 (`llm_shares`), so N workers never have more calls in flight than one process would. The coordinator streams
@@ -24,6 +26,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -153,12 +156,17 @@ def local_cluster(workers: int) -> Any:
 class DaskOptions:
     """`workers`: start a LocalCluster of that many processes on 127.0.0.1; else `scheduler`: the address of a
     running one (tcp://HOST:PORT), every one of its workers taking a shard. `lease_s`: how long a worker's claim
-    on a sample lasts without renewal (a dead worker's samples wait that long to be taken over)."""
+    on a sample lasts without renewal (a dead worker's samples wait that long to be taken over). `stall_s`: how long
+    the run may go with no sample completed and no live lease before it fails with DistributedRunError: no worker
+    is evaluating anything (all dead and not replaced, or unable to start). It must cover workers starting up
+    (imports, the run's parts built) and a dead worker's replacement starting: 5 to 15 s each on a busy 2-core
+    machine."""
 
     workers: int | None = None
     scheduler: str | None = None
     lease_s: float = 30.0
     poll_s: float = 0.2
+    stall_s: float = 120.0
 
     def __post_init__(self) -> None:
         if (self.workers is None) == (self.scheduler is None):
@@ -223,26 +231,33 @@ class DaskRun:
     async def _run_shards(self, queue: WorkQueue, wanted: set[str]) -> AsyncIterator[SampleDiagnostics]:
         client, cluster = await asyncio.to_thread(self._connect)
         try:
-            workers = sorted(client.scheduler_info()["workers"])
             config = self.runner.context.config
-            shares = llm_shares(config.llm_concurrency, len(workers))
+            shares = llm_shares(config.llm_concurrency, len(client.scheduler_info()["workers"]))
             specs = [ShardSpec(store_url=str(self.runner.context.store.url), run_id=self.runner.run_id,
                                config=config.model_dump(mode="json"), system=self.system,
                                collection=self.runner.context.collection, chroma_url=self.chroma_url,
                                llm_concurrency=share, lease_s=self.options.lease_s, name=f"shard{n}")
                      for n, share in enumerate(shares)]
-            # a shard per worker, placed there while it lives; a lost one runs again on any live worker
+            # A shard per worker, placed by the scheduler (an idle worker takes the next one), never pinned to a
+            # worker's address: a task pinned to a worker that died waits in Dask's no-worker state for that address
+            # to come back, allow_other_workers notwithstanding, when no worker was alive as Dask rescheduled it
+            # (every worker killed at once); a nanny's restarted worker has a new address, so the run hung (issue 36).
             futures = [client.submit(run_shard, spec, key=f"ragcourt-{spec.run_id}-{spec.name}-{uuid.uuid4().hex[:8]}",
-                                     pure=False, workers=[address], allow_other_workers=True)
-                       for spec, address in zip(specs, workers, strict=True)]
+                                     pure=False) for spec in specs]
             if self.on_cluster is not None:
                 self.on_cluster(client)
+            progress_at = time.monotonic()
             while True:
                 ended = all(future.done() for future in futures)  # before the read: nothing is left behind
+                seen = len(self._seen)
                 async for diagnostics in self._completed(queue, max(0, self._highest - RESCAN), wanted):
                     yield diagnostics
                 if ended or wanted <= self._seen:
                     break
+                if len(self._seen) > seen or await asyncio.to_thread(queue.live_leases, self.runner.run_id) > 0:
+                    progress_at = time.monotonic()
+                elif time.monotonic() - progress_at > self.options.stall_s:
+                    raise DistributedRunError(await asyncio.to_thread(self._stalled, client, queue))
                 await asyncio.sleep(self.options.poll_s)
             # Every sample is complete: the shards return at once, all but one that Dask runs again after its
             # worker died, which would only start up to find nothing to do (it is cancelled, not waited for).
@@ -278,6 +293,15 @@ class DaskRun:
             self._seen.add(sample_id)
             await asyncio.to_thread(self._append, found[0])
             yield found[0]
+
+    def _stalled(self, client: Any, queue: WorkQueue) -> str:
+        """Why the run stopped waiting: what the queue holds and how many workers the scheduler has."""
+        counts = queue.counts(self.runner.run_id)
+        workers = len(client.scheduler_info()["workers"])
+        return (f"no worker made progress on run {self.runner.run_id} for {self.options.stall_s:g} s (no sample "
+                f"completed, no lease renewed): {counts.pending} samples pending, {counts.leased} leased by workers "
+                f"that stopped renewing, {counts.done} done, {workers} workers connected to the scheduler; see the "
+                "workers' logs, then run the same command again to resume")
 
     def _connect(self) -> tuple[Any, Any]:
         from distributed import Client

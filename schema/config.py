@@ -90,6 +90,33 @@ class DimensionProtocol(StrEnum):
     SCORE_ONLY = "score_only"
 
 
+class RankScoreRule(StrEnum):
+    """How CuBE turns the gold document's rank in the normal retrieval into the rank score its automatic weights
+    correlate with (seed 000, 5.3). Either way a missed gold document scores 0, and one retrieved alone scores a
+    point more than at rank 1.
+
+    seed (the default): the seed's own ``10 - rank`` (its TOP-N is 8: ranks 1-8 score 9-2, alone 10). Defined up to
+    TOP-N 9: from rank 10 on a retrieved gold document would score no more than a missed one, so a run with a
+    larger TOP-N has no automatic weights under this rule (the reason says so).
+    top_n: ``top_n + 2 - rank``, the seed's scale moved so the last retrieved rank scores 2 at any TOP-N; equal to
+    ``10 - rank`` at the seed's TOP-N 8 only.
+    """
+
+    SEED = "seed"
+    TOP_N = "top_n"
+
+
+class Retriever(StrEnum):
+    """How the built-in reference system retrieves from its chromadb collection.
+
+    dense: the collection's own nearest neighbours (cosine similarity of its embeddings).
+    bm25: Okapi BM25 over the texts of the same chunks, as seed 004 (CUE-R) retrieves its top 5.
+    """
+
+    DENSE = "dense"
+    BM25 = "bm25"
+
+
 class DistractorPolicy(StrEnum):
     RANDOM = "random"  # a random corpus chunk not retrieved for this question
     BEST_NON_GOLD = "best_non_gold"  # the best-ranked non-gold chunk outside the top-k
@@ -260,6 +287,19 @@ class EvalConfig(_Strict):
     perturbations: PerturbationSpec = PerturbationSpec()
     top_k: int = Field(default=5, ge=1)
     score_threshold: float | None = None
+    # The two keys below came after runs were stored: unset / at the default they are left out of the dump, so a
+    # run id derived before they existed stays the same. The CUE-R method sets `retriever: bm25` when the config
+    # says neither that nor a score_threshold (_method_needs): such a run retrieves otherwise than before, and so
+    # gets another id.
+    retriever: Retriever | None = Field(
+        default=None, exclude_if=lambda retriever: retriever is None,
+        description="the reference system's retrieval: 'dense' (chromadb, cosine similarity) or 'bm25' (seed 004); "
+        "unset: bm25 when the methods include cuer and no score_threshold is set, else dense (reference_retriever)",
+    )
+    rank_score: RankScoreRule = Field(
+        default=RankScoreRule.SEED, exclude_if=lambda rule: rule is RankScoreRule.SEED,
+        description="CuBE's rank score: 'seed' (10 - rank, seed 000; TOP-N up to 9) or 'top_n' (top_n + 2 - rank)",
+    )
     loose_coverage_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
     loose_k_factor: int = Field(default=2, ge=1)
     drop_pointer_elements: bool = Field(
@@ -349,6 +389,9 @@ class EvalConfig(_Strict):
             if not perturbations.get("kinds"):
                 perturbations["kinds"] = [ConditionKind.REMOVE, ConditionKind.REPLACE, ConditionKind.DUPLICATE]
             data = {**data, "perturbations": perturbations}
+            # Seed 004 retrieves the top-k by BM25; a score_threshold (a cosine cut-off) keeps the dense retriever.
+            if data.get("retriever") is None and data.get("score_threshold") is None:
+                data = {**data, "retriever": Retriever.BM25}
         missing = [str(kind) for kind in wanted if str(kind) not in conditions]
         return {**data, "conditions": [*conditions, *dict.fromkeys(missing)]} if missing else data
 
@@ -368,6 +411,29 @@ class EvalConfig(_Strict):
         if ConditionKind.NORMAL not in kinds:
             raise ValueError("conditions must include normal")
         return kinds
+
+    @model_validator(mode="after")
+    def _threshold_is_a_similarity(self) -> EvalConfig:
+        if self.score_threshold is not None and self.retriever is Retriever.BM25:
+            raise ValueError("score_threshold is a cosine similarity of the dense retriever, and BM25 scores have no "
+                             "such scale: drop it, or set retriever: dense")
+        return self
+
+    @classmethod
+    def of_stored_run(cls, data: dict[str, Any]) -> EvalConfig:
+        """The configuration a stored run ran with (RunInfo.config). A cuer run stored without `retriever` dates from
+        before the key, when the reference system always retrieved densely: it is read as dense, not given the
+        cuer method's BM25 (every cuer configuration dumped since holds the key)."""
+        methods = data.get("methods") or ()
+        if "retriever" not in data and isinstance(methods, list | tuple) and Method.CUER in methods:
+            data = {**data, "retriever": Retriever.DENSE}
+        return cls.model_validate(data)
+
+    @property
+    def reference_retriever(self) -> Retriever:
+        """The reference system's retrieval: the config's `retriever`, else dense (the cuer method has set bm25 by
+        then, unless a score_threshold kept the dense retriever)."""
+        return self.retriever or Retriever.DENSE
 
     def with_overrides(self, **changes: Any) -> EvalConfig:
         """A validated copy with `changes` applied; a bad value raises ConfigError naming its key."""

@@ -123,6 +123,13 @@ class WorkQueue:
         found = dict(self.store.query("SELECT state, COUNT(*) FROM work_tasks WHERE run_id = ? GROUP BY state", (run_id,)))
         return TaskCounts(*(int(found.get(str(state), 0)) for state in TaskState))
 
+    def live_leases(self, run_id: str) -> int:
+        """How many tasks are leased with the lease not yet run out: samples a worker is evaluating (its heartbeat
+        renews them). A dead or stalled worker's leases run out and stop counting here."""
+        rows = self.store.query("SELECT COUNT(*) FROM work_tasks WHERE run_id = ? AND state = 'leased' AND "
+                                "lease_until >= now()", (run_id,))
+        return int(rows[0][0])
+
     def completed_since(self, run_id: str, after: int) -> list[tuple[int, str]]:
         """(completion number, sample id) of the tasks completed with a number above `after`, in order. Numbers
         are drawn as a completion is written, so one committing late can appear below the highest already

@@ -3,7 +3,7 @@
 - `protocol`: what ragcourt asks of a system (`RAGSystem`, `Generation`, `Generator`, `ConditionUnavailable`)
   and how chunks are shown to a generator (`context_ids`, `render_chunks`).
 - `reference`: the built-in reference system (`ReferenceRAG`) and its generators (`LLMGenerator`,
-  `ExtractiveGenerator`).
+  `ExtractiveGenerator`); `bm25`: its BM25 retrieval over the collection's chunks (`BM25Index`).
 - `precomputed`: contexts and answers given in the dataset (`Precomputed`).
 - `langchain_system`: a LangChain app evaluated as it is (`LangChainSystem`).
 - `confidence_probe`: CUE-R's optional confidence for a system that reports none (`ConfidenceProbe`).

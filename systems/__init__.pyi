@@ -1,5 +1,6 @@
 """The public names of ragcourt.systems (see __init__.py)."""
 
+from .bm25 import BM25Index
 from .confidence_probe import ConfidenceProbe, ProbedConfidence
 from .langchain_system import (
     ContextFormat,
@@ -25,6 +26,7 @@ from .protocol import (
 from .reference import ExtractiveGenerator, GroundedAnswer, LLMGenerator, ReferenceRAG
 
 __all__ = [
+    "BM25Index",
     "ConditionUnavailable",
     "ConfidenceProbe",
     "ContextFormat",

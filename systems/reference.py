@@ -1,10 +1,12 @@
-"""The built-in reference system: chromadb retrieval plus a generator, an LLM's or the extractive baseline."""
+"""The built-in reference system: retrieval from a chromadb collection (dense, or BM25 over its chunks) plus a
+generator, an LLM's or the extractive baseline."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
@@ -13,7 +15,9 @@ from ragcourt.llm.client import LLMClient
 from ragcourt.metrics.text import content_tokens, sentences
 from ragcourt.prompts.library import PromptId, load_prompt, untrusted
 from ragcourt.schema import Chunk, Condition, Sample, VerdictStatus
+from ragcourt.schema.config import Retriever
 from ragcourt.stores.vectors import VectorStore
+from ragcourt.systems.bm25 import BM25Index
 from ragcourt.systems.protocol import Generation, Generator, context_ids, render_chunks
 
 
@@ -82,15 +86,35 @@ class ExtractiveGenerator:
 
 @dataclass
 class ReferenceRAG:
-    """The built-in reference system: chromadb retrieval plus a generator (LLM or extractive)."""
+    """The built-in reference system: retrieval from a chromadb collection plus a generator (LLM or extractive).
+
+    retriever: dense (the collection's nearest neighbours) or BM25 over the collection's chunk texts, whose index is
+    built in memory at the first BM25 retrieval and kept by this system; None lets a run set the configuration's
+    (`EvalConfig.reference_retriever`), and retrieves densely outside a run.
+    """
 
     vectors: VectorStore
     collection: str
     generator: Generator
     name: str = "reference-rag"
+    retriever: Retriever | None = None
+    _bm25: BM25Index | None = field(default=None, init=False, repr=False, compare=False)
+    # Samples retrieve concurrently in worker threads: the first ones must not each build the index.
+    _bm25_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     async def retrieve(self, sample: Sample, k: int, score_threshold: float | None) -> list[Chunk]:
-        return await asyncio.to_thread(self.vectors.query, self.collection, sample.question, k, score_threshold)
+        if self.retriever is not Retriever.BM25:
+            return await asyncio.to_thread(self.vectors.query, self.collection, sample.question, k, score_threshold)
+        if score_threshold is not None:
+            raise ValueError("score_threshold is a cosine similarity of dense retrieval; BM25 scores have no such "
+                             "scale")
+        return await asyncio.to_thread(lambda: self._bm25_index().top_k(sample.question, k))
+
+    def _bm25_index(self) -> BM25Index:
+        with self._bm25_lock:
+            if self._bm25 is None:
+                self._bm25 = BM25Index(self.vectors.all_chunks(self.collection))
+            return self._bm25
 
     async def generate(self, sample: Sample, chunks: Sequence[Chunk], condition: Condition) -> Generation:
         return await self.generator.generate(sample.question, chunks)

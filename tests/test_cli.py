@@ -103,7 +103,7 @@ def test_missing_dataset_and_unknown_run_exit_2(tmp_path: Path, monkeypatch: pyt
 #   claim "The headquarters is in Springfield." {headquarters, springfield}: in c1 -> Verifiableness 1; serves the
 #     sub-query (1/2 >= 1/3), which is answered (1/2 >= 1/2) -> Completeness 1, Conciseness 1
 #   element "The Acme headquarters is in Springfield." {acme, headquarters, springfield}: in context (3/3), in
-#     the answer (2/3) -> answered; coverage 1 (no loose run)
+#     the answer (2/3) -> answered; both coverages (context, answer) 1 (no loose run)
 PRECOMPUTED = {
     "id": "q1", "question": "Where is the Acme headquarters?",
     "reference_answer": "The Acme headquarters is in Springfield.",
@@ -128,7 +128,7 @@ def test_precomputed_run_offline_then_resume_and_summary(tmp_path: Path, monkeyp
         n_checks = len(store.checks_for("cli-1"))
     metrics = {m.name: m.value for m in diagnostics.metrics}
     assert metrics == {"c_prec": 0.5, "c_ndcg": 1.0, "completeness": 1.0, "conciseness": 1.0,
-                       "verifiableness": 1.0, "element_coverage": 1.0}
+                       "verifiableness": 1.0, "element_answer_coverage": 1.0, "element_coverage": 1.0}
     assert [e.status for e in diagnostics.elements] == ["answered"]
     assert n_checks == 1 + 1 + 2 + 1 + 2 + 1  # element x2, sub-query/chunk x2, answered, supported x2, serves
     lines = (tmp_path / "home" / "runs" / "cli-1" / "diagnostics.jsonl").read_text().splitlines()

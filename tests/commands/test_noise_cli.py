@@ -60,7 +60,7 @@ B = run("b", {"q1": 0.5, "q2": 0.5, "q3": 0.5, "q4": 0.5}, other=0.0)
 
 
 def test_noise_for_the_run_and_per_subgroup():
-    frame = noise_frame(A, B, SAMPLES, by="team")
+    frame = noise_frame(A, B, SAMPLES, "element_coverage", by="team")
     rows = {row["group"]: row for row in frame.to_dict("records")}
     assert list(rows) == [ALL, "team=x", "team=y"]
     assert rows[ALL]["n_questions"] == 4 and rows[ALL]["mean_difference"] == pytest.approx(0.0)
@@ -75,7 +75,7 @@ def test_na_values_and_failed_samples_are_left_out_and_too_few_questions_is_na()
     failed = SampleDiagnostics(run_id="b", sample_id="q2", question="q2?", status=SampleStatus.FAILED, error="x")
     values, n_na = metric_values([*run("b", {"q1": None, "q3": 0.25}), failed], "element_coverage")
     assert values == {"q3": 0.25} and n_na == 1
-    frame = noise_frame(A, run("b", {"q1": 0.5}), SAMPLES)
+    frame = noise_frame(A, run("b", {"q1": 0.5}), SAMPLES, "element_coverage")
     row = frame.to_dict("records")[0]
     assert (row["n_questions"], row["n_unpaired"], row["band"], row["is_noise"]) == (1, 3, None, None)
     assert row["na_reason"] == "fewer than two questions are in both runs"
@@ -118,6 +118,77 @@ def test_cli_noise_and_compare(tmp_path):
     missing = runner.invoke(app, ["compare", "a", "zzz", "--home", str(tmp_path)])
     assert missing.exit_code == 2 and "no run 'zzz'" in missing.output
     assert "warning" not in noise.output  # one configuration (the same empty config and system)
+
+
+def both_sides(run_id: str, answer: dict[str, float], context: dict[str, float]) -> list[SampleDiagnostics]:
+    """A run of the elements method as the scorer reports it: the answer side first, the context side beside it."""
+    return [SampleDiagnostics(run_id=run_id, sample_id=q, question=f"{q}?", metrics=(
+        MetricValue(name="element_answer_coverage", value=answer[q]),
+        MetricValue(name="element_coverage", value=context[q]))) for q in answer]
+
+
+def test_noise_and_compare_default_to_the_answer_side_with_the_context_side_beside_it(tmp_path):
+    """The same retrieval twice (context side unmoved: band 0) and an answerer that varies: answer side
+    a .5 1 0 .5, b .5 .5 .5 .5 -> sd sqrt(1/6), band 0.4001, as the module docstring's figures."""
+    context = {"q1": 1.0, "q2": 1.0, "q3": 0.5, "q4": 0.5}
+    runs = {"a": both_sides("a", {"q1": 0.5, "q2": 1.0, "q3": 0.0, "q4": 0.5}, context),
+            "b": both_sides("b", {"q1": 0.5, "q2": 0.5, "q3": 0.5, "q4": 0.5}, context)}
+    with Workspace(tmp_path).open_store() as store:
+        for run_id, rows in runs.items():
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))
+            store.put_samples(run_id, SAMPLES)
+            store.put(*rows)
+    noise = CliRunner().invoke(app, ["noise", "a", "b", "--home", str(tmp_path)], env={"COLUMNS": "200"})
+    assert noise.exit_code == 0, noise.output
+    text = " ".join(noise.output.split())
+    answer_side = text.index("run-to-run noise of element_answer_coverage (answer side: share of the reference's "
+                             "elements the answer states)")
+    context_side = text.index("run-to-run noise of element_coverage (context side: share of the reference's "
+                              "elements found in the retrieved chunks)")
+    assert answer_side < text.index("│ (all) │ 4 │ 0 │ 0.4082 │ 0.0000 │ 0.4001 │ yes │") < context_side
+    assert "warning: the band of element_coverage is 0 because nothing varied" in text[context_side:]
+    assert "element_answer_coverage is 0 because" not in text
+    kept = json.loads((tmp_path / "noise" / "bands.json").read_text(encoding="utf-8"))
+    assert kept["element_answer_coverage"]["per_question_sd"] == pytest.approx(math.sqrt(1 / 6))
+    assert kept["element_coverage"]["per_question_sd"] == 0.0
+
+    compared = CliRunner().invoke(app, ["compare", "a", "b", "--home", str(tmp_path)], env={"COLUMNS": "200"})
+    assert compared.exit_code == 0, compared.output
+    lines = compared.output.splitlines()
+    rows = [line.split("│")[1].strip() for line in lines if line.startswith("│ element")]
+    assert rows == ["element_answer_coverage", "element_coverage"]
+    assert ("element_answer_coverage: answer side: share of the reference's elements the answer states" in lines
+            and "element_coverage: context side: share of the reference's elements found in the retrieved chunks"
+            in lines)
+
+
+def test_runs_scored_before_the_answer_side_existed_are_measured_on_the_context_side_with_a_note(tmp_path):
+    with Workspace(tmp_path).open_store() as store:
+        for run_id, rows in (("a", A), ("b", B)):
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))
+            store.put_samples(run_id, SAMPLES)
+            store.put(*rows)
+    noise = CliRunner().invoke(app, ["noise", "a", "b", "--home", str(tmp_path)])
+    assert noise.exit_code == 0, noise.output
+    text = " ".join(noise.output.split())
+    assert ("note: element_answer_coverage is in neither run (scored before ragcourt reported it); measuring "
+            "element_coverage only") in text
+    assert "run-to-run noise of element_coverage" in text and "0.4001" in text
+    asked = CliRunner().invoke(app, ["noise", "a", "b", "--metric", "element_answer_coverage", "--home", str(tmp_path)])
+    assert asked.exit_code == 2 and "metric 'element_answer_coverage' is in neither run" in " ".join(asked.output.split())
+
+
+def test_runs_without_either_coverage_need_a_metric_named(tmp_path):
+    rows = {"a": run("a", {"q1": 0.5}, other=1.0), "b": run("b", {"q1": 0.5}, other=0.0)}
+    with Workspace(tmp_path).open_store() as store:
+        for run_id in rows:
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))
+            store.put_samples(run_id, SAMPLES)
+            store.put(*(d.model_copy(update={"metrics": d.metrics[1:]}) for d in rows[run_id]))  # completeness only
+    noise = CliRunner().invoke(app, ["noise", "a", "b", "--home", str(tmp_path)])
+    assert noise.exit_code == 2
+    assert ("neither run has the default metrics (element_answer_coverage, element_coverage): name one with "
+            "--metric (their metrics: completeness)") in " ".join(noise.output.split())
 
 
 def test_noise_between_two_configurations_is_flagged(tmp_path):
@@ -192,10 +263,10 @@ def test_misspelled_metric_fails_before_the_configuration_runs(tmp_path):
 
 def test_identical_runs_warn_that_the_band_measures_nothing(tmp_path):
     same = run("c", {"q1": 0.5, "q2": 1.0, "q3": 0.0, "q4": 0.5}, other=1.0)
-    assert nothing_varied(noise_frame(A, same, SAMPLES))
-    assert not nothing_varied(noise_frame(A, B, SAMPLES))
+    assert nothing_varied(noise_frame(A, same, SAMPLES, "element_coverage"))
+    assert not nothing_varied(noise_frame(A, B, SAMPLES, "element_coverage"))
     shifted = run("d", {"q1": 0.6, "q2": 1.1, "q3": 0.1, "q4": 0.6})  # sd 0 but every question moved
-    assert not nothing_varied(noise_frame(A, shifted, SAMPLES))
+    assert not nothing_varied(noise_frame(A, shifted, SAMPLES, "element_coverage"))
     with Workspace(tmp_path).open_store() as store:
         for run_id, rows in (("a", A), ("c", same)):
             store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))

@@ -137,3 +137,23 @@ async def test_a_split_serve_check_gets_the_sufficiency_its_review_needs_and_a_r
     completeness = again["diagnostics"].metric("completeness")
     assert (completeness.value, completeness.n, completeness.n_unscored) == (1.0, 2, 0)
     assert again["diagnostics"].metric("conciseness").value == pytest.approx(2 / 3)  # A1 and A3
+
+
+async def test_a_split_serve_check_beside_a_decided_one_leaves_an_insufficient_r_q_undecided(tmp_path) -> None:
+    """Issue 35, item 5: judges A and B split on whether A2 serves Qb, both say A3 does. The sufficiency of
+    {A3} is "no" ("1990" is in A2 only), but A2 may belong to R(Qb): Qb is undecided, not a decided "not
+    covered" (it was: Completeness 1/2 with n_unscored 0). A "yes" on the known claims would decide it: more
+    claims cannot answer a sub-query less."""
+    needles_a = {**NEEDLES, (K.CLAIM_SERVES_SUBQUERY, A2): "when"}
+    system = ScriptedSystem(ranked={"q1": ranked("q1", ("Ada Lovelace founded Acme in 1990.", 0.9))},
+                            answers={"q1": f"{A1} {A2} {A3}"})
+    config = EvalConfig(judges=(JudgeSpec(model="judge-a"), JudgeSpec(model="judge-b")), methods=(Method.QCARE,),
+                        top_k=3)
+    judges = [NeedleJudge("judge-a", needles_a), NeedleJudge("judge-b", NEEDLES)]
+    with RecordStore(tmp_path / "store.sqlite") as store:
+        result = await build_sample_graph().ainvoke({"run_id": RUN, "sample": SAMPLE},
+                                                    context=make_context(store, config, judges, system))
+    (split,) = [r for r in result["reconciled"].values() if r.split]
+    assert result["checks"][split.check_id].subject_text == A2
+    completeness = result["diagnostics"].metric("completeness")
+    assert (completeness.value, completeness.n, completeness.n_unscored) == (1.0, 1, 1)

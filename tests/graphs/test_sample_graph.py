@@ -58,6 +58,7 @@ from graph_fixtures import (
 from ragcourt.analysis.qcare_tables import gap_share_frame
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.judging.decomposers import SentenceDecomposer
+from ragcourt.metrics.values import NaCause
 from ragcourt.nodes.scorer import NO_REFERENCE
 from ragcourt.schema import (
     LOOSE,
@@ -104,9 +105,11 @@ async def test_three_samples_end_to_end_match_hand_computed_diagnostics(store: R
     s1, s2, s3 = (states[s]["diagnostics"] for s in ("s1", "s2", "s3"))
 
     ndcg_s1 = (0.5 / math.log2(3) + 0.5 / math.log2(4)) / (0.5 / math.log2(2) + 0.5 / math.log2(3))
+    # element_answer_coverage: the elements the answer states (s1: Lovelace, not 1990; s2: Springfield only;
+    # s3: two years and receipt of five); element_coverage: those in the normal retrieval's chunks
     assert values(s1) == pytest.approx({
         "c_prec@3": 1 / 3, "c_ndcg@3": ndcg_s1, "completeness": 1.0, "conciseness": 2 / 3,
-        "verifiableness": 1.0, "element_coverage": 1.0,
+        "verifiableness": 1.0, "element_answer_coverage": 0.5, "element_coverage": 1.0,
     })
     assert (s1.metric("verifiableness").n, s1.metric("verifiableness").n_unscored) == (2, 1)
     assert ndcg_s1 == pytest.approx(0.693426, abs=1e-6)
@@ -114,11 +117,11 @@ async def test_three_samples_end_to_end_match_hand_computed_diagnostics(store: R
     # every sample reports the same metric; the missing rank adds nothing to either DCG
     assert values(s2) == pytest.approx({
         "c_prec@3": 1 / 3, "c_ndcg@3": 1.0, "completeness": 1.0, "conciseness": 1.0, "verifiableness": 1.0,
-        "element_coverage": 1 / 3,
+        "element_answer_coverage": 1 / 3, "element_coverage": 1 / 3,
     })
     assert values(s3) == pytest.approx({
         "c_prec@3": 2 / 3, "c_ndcg@3": 1.0, "completeness": 1.0, "conciseness": 0.5, "verifiableness": 0.5,
-        "element_coverage": 0.6,
+        "element_answer_coverage": 0.4, "element_coverage": 0.6,
     })
 
     assert statuses(s1) == [
@@ -262,9 +265,22 @@ async def test_a_sample_without_a_reference_answer_says_why_it_has_no_element_co
     context = make_context(store, fixture_config(), fixture_judges(), fixture_system())
     sample = SAMPLES["s1"].model_copy(update={"reference_answer": None})
     state = await build_sample_graph().ainvoke({"run_id": RUN, "sample": sample}, context=context)
-    coverage = state["diagnostics"].metric("element_coverage")
-    assert coverage.value is None and coverage.na_reason == NO_REFERENCE
+    for name in ("element_answer_coverage", "element_coverage"):
+        coverage = state["diagnostics"].metric(name)
+        assert coverage.value is None and coverage.na_reason == NO_REFERENCE
+        assert NaCause.NO_REFERENCE.explains(coverage)
     assert state["diagnostics"].elements == ()
+
+
+async def test_a_failed_answer_makes_the_answer_side_na_and_keeps_the_context_side(store: RecordStore) -> None:
+    """s1's generator raises: nothing is known about what an answer states (n/a, typed, never 0), while the
+    retrieved chunks were judged as usual (both elements in them: 1.0)."""
+    context = make_context(store, fixture_config(), fixture_judges(), fixture_system(fail_generate=frozenset({"s1"})))
+    state = await build_sample_graph().ainvoke({"run_id": RUN, "sample": SAMPLES["s1"]}, context=context)
+    answer, coverage = (state["diagnostics"].metric(n) for n in ("element_answer_coverage", "element_coverage"))
+    assert answer.value is None and NaCause.ANSWER_FAILED.explains(answer)
+    assert answer.na_reason == "the answer failed: RuntimeError: generator crashed on s1"
+    assert coverage.value == 1.0
 
 
 # --------------------------------------------------------------------------- the order of the judges
@@ -314,6 +330,12 @@ async def test_swapping_the_judges_order_changes_no_figure(tmp_path: Path, order
 
     diagnostics = [listed[s]["diagnostics"] for s in ("s1", "s2", "s3")]
     assert [d.metric("element_coverage").value for d in diagnostics] == pytest.approx([1.0, 1 / 3, 0.5])
+    # the answer side: s1 1 of 2; s2 Springfield split (0.5) of 3; s3 two years and receipt of 5
+    assert [d.metric("element_answer_coverage").value for d in diagnostics] == pytest.approx([0.5, 0.5 / 3, 0.4])
+    # each side counts the escalations of its own checks: s2's split on the answer, s3's on cracks in the normal
+    # and in the loose context
+    assert [(d.metric("element_answer_coverage").n_escalated, d.metric("element_coverage").n_escalated)
+            for d in diagnostics] == [(0, 0), (1, 0), (0, 2)]
     assert [bool(listed[s].get("loose_requested")) for s in ("s1", "s2", "s3")] == [False, True, True]
     s2, s3 = ({e.text: e for e in d.elements} for d in diagnostics[1:])
     springfield = s2["The headquarters is in Springfield."]

@@ -16,12 +16,14 @@ from ragcourt.metrics.cube import (
     rank_score,
     recall_at_k,
     retrieved_only_analysis,
+    score_ranks,
     spread,
     trimmed_mean,
     user_weights,
     weighted_total,
 )
 from ragcourt.schema import ConditionKind, MetricValue
+from ragcourt.schema.config import RankScoreRule
 
 DIMS = ("relevance", "specificity", "completeness", "quality")
 CB, ORACLE, RAG = AnswerSet.CLOSED_BOOK, AnswerSet.ORACLE, AnswerSet.RAG
@@ -178,13 +180,61 @@ def test_trimmed_mean_cuts_each_end_and_counts_unscored():
 
 
 def test_rank_score_follows_seed_5_3():
-    assert [rank_score(r, top_n=8) for r in (1, 2, 8)] == [9, 8, 2]  # 10 - rank for TOP-N = 8
+    """Seed 000, 5.3: "10 - rank for nonzero cases" (ranks 1-8 of its TOP-N 8 -> 9-2), "if only the correct
+    document was retrieved, we manually added an extra point to achieve a full score" (10), 0 when not retrieved."""
+    assert [rank_score(r, top_n=8) for r in range(1, 9)] == [9, 8, 7, 6, 5, 4, 3, 2]
     assert rank_score(0, top_n=8) == 0 and rank_score(None, top_n=8) == 0
     assert rank_score(1, top_n=8, only_gold_retrieved=True) == 10
     with pytest.raises(ValueError):
         rank_score(9, top_n=8)
     with pytest.raises(ValueError):
         rank_score(2, top_n=8, only_gold_retrieved=True)
+
+
+def test_the_two_rank_score_rules_agree_at_the_seeds_top_n_only():
+    """The seed's 10 - rank does not depend on TOP-N; top_n + 2 - rank keeps the last retrieved rank at 2."""
+    for rule in RankScoreRule:
+        assert [rank_score(r, 8, rule) for r in (0, 1, 2, 8)] == [0, 9, 8, 2]
+        assert rank_score(1, 8, rule, only_gold_retrieved=True) == 10
+    assert [rank_score(r, 5) for r in (0, 1, 5)] == [0, 9, 5]
+    assert [rank_score(r, 5, RankScoreRule.TOP_N) for r in (0, 1, 5)] == [0, 6, 2]
+    assert rank_score(1, 5, RankScoreRule.TOP_N, only_gold_retrieved=True) == 7
+    assert rank_score(9, 9) == 1  # the seed's lowest retrieved score ("scores ranging from 1 to 9")
+    assert rank_score(12, 12, RankScoreRule.TOP_N) == 2
+    with pytest.raises(ValueError, match="defined up to TOP-N 9"):
+        rank_score(1, 10)  # rank 10 would score 0, as a miss
+
+
+def test_score_ranks_marks_the_gold_document_retrieved_alone():
+    scored = score_ranks([1, 1, 5, 0, None], 5, only_gold_retrieved=[True, False, False, False, False])
+    assert scored.scores == (10, 9, 5, 0, 0) and scored.ranks == (1, 1, 5, 0, 0) and scored.formula == "10 - rank"
+    shifted = score_ranks([1, 1, 5, 0], 5, RankScoreRule.TOP_N, [True, False, False, False])
+    assert shifted.scores == (7, 6, 2, 0) and shifted.formula == "7 - rank"
+    assert shifted.description == (
+        "rank score = top_n + 2 - rank of the gold document in the normal retrieval (7 - rank at this run's TOP-N; "
+        "rank_score: top_n), a point more when the gold document was the only document retrieved, 0 when it was "
+        "not retrieved")
+    with pytest.raises(ValueError, match="align"):
+        score_ranks([1, 0], 5, only_gold_retrieved=[True])
+
+
+def test_beyond_top_n_9_the_seed_rule_gives_no_weights_and_says_what_to_do():
+    deep = score_ranks([1, 10, 0], 10)
+    assert deep.scores is None and deep.na_reason == (
+        "seed 000's rank score 10 - rank is defined up to TOP-N 9 (the seed's is 8): from rank 10 on, a retrieved "
+        "gold document would score no more than a missed one, and this run's TOP-N is 10; set rank_score: top_n "
+        "(top_n + 2 - rank) in the config, or give every dimension a fixed weight")
+    scores = {"j": {CB: {"d": [2, 2, 2]}, RAG: {"d": [8, 6, 3]}, ORACLE: {"d": [9, 9, 9]}}}
+    report = cube_report(scores, r_at_k=recall_at_k(deep.ranks), rank_scores=deep)
+    assert report.judges[0].weights.weights is None
+    assert report.judges[0].weights.na_reason == f"no rank score to correlate with: {deep.na_reason}"
+    split = retrieved_only_analysis({"d": [8, 6, 3]}, deep)["d"]
+    assert split.correlation_all.value is None
+    assert split.correlation_all.na_reason == f"no rank score: {deep.na_reason}"
+    assert split.mean_retrieved == 7.0  # the scores of the retrieved cases need no rank score
+    shifted = score_ranks([1, 10, 0], 10, RankScoreRule.TOP_N)
+    assert shifted.scores == (11, 2, 0)
+    assert cube_report(scores, r_at_k=0.5, rank_scores=shifted).judges[0].weights.weights == {"d": 1.0}
 
 
 def test_recall_at_k():
@@ -212,11 +262,12 @@ def test_na_reasons_name_the_variables_and_say_what_to_do():
         "score")
     assert pearson([2, 5, 1], [6, 6, 6], labels=labels).na_reason == (
         "a correlation needs variation: the rank score is constant (the same for all 3 samples)")
-    weights = auto_weights({"relevance": [2, 5, 1], "quality": [2, 5, 1]}, [6, 6, 6])
+    weights = auto_weights({"relevance": [2, 5, 1], "quality": [2, 5, 1]}, [9, 9, 9],
+                           score_ranks([1, 1, 1], 5).description)
     assert weights.na_reason == (
-        "no dimension correlates with the rank score (rank score = top_n + 2 - rank of the gold document in the "
-        "normal retrieval, 0 when it was not retrieved; top_n is the run's TOP-N: the config's top_k, or the most "
-        "chunks the system returned when it returned more): relevance, quality: a "
+        "no dimension correlates with the rank score (rank score = 10 - rank of the gold document in the normal "
+        "retrieval (seed 000's own, defined up to TOP-N 9), a point more when the gold document was the only "
+        "document retrieved, 0 when it was not retrieved): relevance, quality: a "
         "correlation needs variation: the rank score is constant (the same for all 3 samples); automatic weights are "
         "undefined, so give every dimension a fixed numeric weight (weight: 1 in the config's dimensions weighs them "
         "equally)")
@@ -287,8 +338,8 @@ def test_flow_from_per_sample_scores():
     Wgt. Score = (6 - 5 + w_rel) / (9 + w_rel - 5 + w_rel) = (1 + w_rel) / (4 + 2 w_rel); CuBE = that x 0.5.
     """
     ranks = [1, 1, 0, 0]
-    rank_scores = [rank_score(r, top_n=8) for r in ranks]
-    assert rank_scores == [9, 9, 0, 0]
+    rank_scores = score_ranks(ranks, top_n=8)
+    assert rank_scores.scores == (9, 9, 0, 0)
     r_at_k = recall_at_k(ranks)
     scores = {
         "judge": {
@@ -319,6 +370,7 @@ def test_flow_from_per_sample_scores():
     assert row.cube_score.value == pytest.approx(0.5 * 0.3101728, abs=1e-7)
     assert report.cube_score_spread.sd is None  # one judge: no sd, said so
     assert report.cube_score_spread.na_reason
+    assert report.rank_scores == rank_scores  # what the weights correlate with, for the notes
 
 
 def test_report_with_degenerate_judge_keeps_others():
@@ -339,7 +391,8 @@ def test_report_with_degenerate_judge_keeps_others():
 
 def test_auto_weights_need_per_sample_scores():
     report = cube_report(
-        {"j": {CB: {"d": 4.0}, RAG: {"d": 6.0}, ORACLE: {"d": 8.0}}}, r_at_k=0.5, rank_scores=[9, 0]
+        {"j": {CB: {"d": 4.0}, RAG: {"d": 6.0}, ORACLE: {"d": 8.0}}}, r_at_k=0.5,
+        rank_scores=score_ranks([1, 0], 8),
     )
     assert report.judges[0].cube_score.value is None
     assert "per-sample" in report.judges[0].weights.na_reason
@@ -351,7 +404,8 @@ def test_retrieved_only_analysis():
     All samples: centred x (2,3,2,-4,-3), centred r (4.2,3.2,2.2,-4.8,-4.8): sxy = 56, sxx = 42, syy = 78.8.
     Retrieved only: x (8,9,8) against r (9,8,7): sxy = 0 -> r = 0; mean 25/3, sd sqrt(1/3).
     """
-    split = retrieved_only_analysis({"relevance": [8, 9, 8, 2, 3]}, [1, 2, 3, 0, 0], top_n=8)["relevance"]
+    ranks = score_ranks([1, 2, 3, 0, 0], top_n=8)
+    split = retrieved_only_analysis({"relevance": [8, 9, 8, 2, 3]}, ranks)["relevance"]
     assert split.correlation_all.value == pytest.approx(56 / math.sqrt(42 * 78.8))
     assert split.correlation_retrieved.value == pytest.approx(0.0, abs=1e-12)
     assert split.mean_retrieved == pytest.approx(25 / 3)
@@ -374,7 +428,7 @@ def test_seed_reading_averages_the_retrieved_cases_and_is_the_default():
     scores = {"judge": {CB: {"relevance": [2, 4, 4, 10], "style": [5, 5, 5, 5]},
                         RAG: {"relevance": [9, 9, 3, 3], "style": [8, 6, 6, 6]},
                         ORACLE: {"relevance": [10, 10, 10, 1], "style": [9, 9, 9, 9]}}}
-    report = cube_report(scores, r_at_k=recall_at_k(ranks), rank_scores=[rank_score(r, top_n=8) for r in ranks],
+    report = cube_report(scores, r_at_k=recall_at_k(ranks), rank_scores=score_ranks(ranks, top_n=8),
                          proportion=0.25, retrieved=[r != 0 for r in ranks])
     row = report.judges[0]
     assert (report.reading, row.reading) == (CubeReading.RETRIEVED, CubeReading.RETRIEVED)
@@ -443,7 +497,7 @@ def test_human_ratings_between_each_judges_bounds():
               "k": {CB: {"relevance": [0] * 4, "style": [0] * 4}, RAG: rag,
                     ORACLE: {"relevance": [10] * 4, "style": [10] * 4}}}
     retrieved = [r != 0 for r in ranks]
-    report = cube_report(scores, r_at_k=recall_at_k(ranks), rank_scores=[rank_score(r, top_n=8) for r in ranks],
+    report = cube_report(scores, r_at_k=recall_at_k(ranks), rank_scores=score_ranks(ranks, top_n=8),
                          proportion=0.25, retrieved=retrieved)
     human = human_cube(report, {"relevance": [8, None, 6, 7], "style": [7, 7, None, None]}, proportion=0.25,
                        retrieved=retrieved)

@@ -5,6 +5,8 @@ import math
 import pytest
 
 from ragcourt.metrics.elements import (
+    ANSWER_SIDE,
+    CONTEXT_SIDE,
     SPLIT,
     element_attribution,
     element_coverage,
@@ -74,6 +76,31 @@ def test_coverage_edge_cases():
     assert element_coverage([]).na_reason == "the sample has no elements"
     only_unscored = [element_outcome(Element(id="e", text="x", index=0), U, U, U)]
     assert element_coverage(only_unscored).value is None
+
+
+def test_the_two_coverages_hand_computed():
+    """3 elements, all 3 in the retrieved context, 2 stated by the answer: context side 3/3 = 1.0, answer side
+    2/3 = 0.667; each under its own name."""
+    outcomes = [element_outcome(Element(id=f"e{i}", text=f"fact {i}", index=i), T, U, a)
+                for i, a in enumerate((T, T, F))]
+    context, answer = element_coverage(outcomes), element_coverage(outcomes, ANSWER_SIDE)
+    assert (context.name, context.value, context.n) == ("element_coverage", 1.0, 3)
+    assert (answer.name, answer.value, answer.n) == ("element_answer_coverage", pytest.approx(2 / 3), 3)
+    assert element_coverage(outcomes, CONTEXT_SIDE) == context
+    summary = sample_elements(outcomes)
+    assert (summary.coverage, summary.answer_coverage) == (context, answer)
+
+
+def test_the_answer_side_counts_a_split_as_half_and_leaves_unscored_verdicts_out():
+    """in the answer: yes, judges split, no, unscored -> (1 + 0.5 + 0) / 3 decided = 0.5, one unscored."""
+    outcomes = [element_outcome(Element(id=f"e{i}", text=f"fact {i}", index=i), T, U, a)
+                for i, a in enumerate((1.0, SPLIT, 0.0, None))]
+    answer = element_coverage(outcomes, ANSWER_SIDE)
+    assert (answer.value, answer.n, answer.n_unscored) == (0.5, 3, 1)
+    unscored = [element_outcome(Element(id="e", text="x", index=0), T, U, U)]
+    assert element_coverage(unscored, ANSWER_SIDE).na_reason == "every answer check is unscored"
+    assert element_coverage(unscored).value == 1.0  # the context side is decided
+    assert element_coverage([], ANSWER_SIDE).na_reason == "the sample has no elements"
 
 
 @pytest.mark.parametrize(

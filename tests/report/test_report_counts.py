@@ -13,7 +13,7 @@ import pytest
 from ragcourt.analysis.qcare_tables import UNDECIDED_NO_SHARE, UNDECIDED_TABLE, gap_share_frame
 from ragcourt.report.data import collect
 from ragcourt.report.html import NO_REASON, frame_rows, render_report
-from ragcourt.report.sections import method_sections, metric_frame
+from ragcourt.report.sections import ELEMENT_COVERAGE_TITLE, method_sections, metric_frame
 from ragcourt.schema import (
     NORMAL,
     Check,
@@ -63,7 +63,8 @@ def page(tmp_path):
             run_id="r", sample_id="s1", question="q1?",
             metrics=(MetricValue(name="c_prec@3", value=0.5, n=3, n_unscored=1, n_escalated=2),
                      MetricValue(name="completeness", value=1.0, n=2, n_escalated=1),
-                     MetricValue(name="element_coverage", value=0.6, n=5, n_unscored=1, n_escalated=3)),
+                     MetricValue(name="element_answer_coverage", value=0.2, n=5, n_escalated=2),
+                     MetricValue(name="element_coverage", value=0.6, n=5, n_unscored=1, n_escalated=1)),
             elements=(_element("e1", True, None, True, S.ANSWERED),
                       _element("e2", True, None, False, S.GENERATION_GAP),
                       _element("e3", True, None, False, S.GENERATION_GAP),
@@ -73,6 +74,7 @@ def page(tmp_path):
             run_id="r", sample_id="s2", question="q2?",
             metrics=(MetricValue(name="c_prec@3", value=None, na_reason="no chunk was retrieved", n_unscored=2),
                      MetricValue(name="completeness", value=0.0, n=1),
+                     MetricValue(name="element_answer_coverage", value=1.0, n=1),
                      MetricValue(name="element_coverage", value=1.0, n=1, n_escalated=1)),
             elements=(_element("f1", True, None, True, S.ANSWERED),)))
         data = collect(store, "r")
@@ -152,12 +154,18 @@ def test_element_chart_states_n_undecided_and_escalated(page):
     texts = _texts(_svg(html, "Where missing elements were lost"))
     gaps = gap_share_frame(data.diagnostics)
     assert gaps.attrs["n_undecided"] == 1
-    # 3 decided missing elements (2 generation, 1 retrieval) of 6; element checks escalated: 3 + 1
+    # 3 decided missing elements (2 generation, 1 retrieval) of 6; element checks escalated: s1's 2 on the answer
+    # and 1 on the context, s2's 1 on the context: both coverages' counts added up
     assert "n=3 decided elements missing from the answer (of 6 elements)" in texts
     assert "unscored: 1 undecided elements left out (no share) · escalated 4 element checks" in texts
     assert "0.667 (2 of 3)" in texts and "0.333 (1 of 3)" in texts and "0 (0 of 3)" in texts
-    coverage = [r for r in data.summary.metrics if r.name == "element_coverage"]
-    assert [(r.n_unscored, r.n_escalated) for r in coverage] == [(1, 4)]
+    coverage = {r.name: r for r in data.summary.metrics if r.name.startswith("element_")}
+    assert {name: (r.n_unscored, r.n_escalated) for name, r in coverage.items()} == {
+        "element_answer_coverage": (0, 2), "element_coverage": (1, 2)}
+    # the element coverage table shows both sides, the answer side first: (0.2 + 1) / 2 and (0.6 + 1) / 2
+    rows = _table(html, ELEMENT_COVERAGE_TITLE)
+    assert [(row[0], float(row[1])) for row in rows] == [("element_answer_coverage", 0.6),
+                                                          ("element_coverage", 0.8)]
 
 
 def test_a_check_against_a_subquery_shows_its_text_escaped(page):

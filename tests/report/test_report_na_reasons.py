@@ -2,7 +2,7 @@
 page; rule-based judges are called out; CUE-R words its n and shows the closed-book control. Stores built by hand.
 
 "rules" (the offline walk-through): 4 samples, the gold document retrieved at rank 1 for each (top_k 5: rank score
-6 for all), judges lexical and semantic with automatic weights, both scoring every dimension alike:
+10 - 1 = 9 for all), judges lexical and semantic with automatic weights, both scoring every dimension alike:
   closed book 0 0 0 0 -> 0; RAG 2 5 1 5 -> 3.25; oracle 2 5 5 5 -> 4.25; normalized 3.25 / 4.25 = 0.765
 The rank score is constant, so no dimension correlates with it: the weights, Wgt. Score, CuBE score and weighted
 totals are n/a, and r_all and r_retrieved too (mean_retrieved 3.25, sd_retrieved 2.062 over 4 retrieved samples).
@@ -10,7 +10,7 @@ CUE-R: two perturbed answers per sample, none changing soft correctness; the clo
 against normal answers of which one (s1: "Paris") is right: soft correctness 0 vs 0.25, F1 0 vs 0.25.
 
 "fixed" (LLM judges, weight 1 per dimension): 3 samples, the gold document retrieved only for s1 (rank 2 of 5:
-rank score 5; s2, s3: 0). RAG scores 8, 3, 5; closed book 0; oracle 10. r_all = corr([8, 3, 5], [5, 0, 0]) =
+rank score 8; s2, s3: 0). RAG scores 8, 3, 5; closed book 0; oracle 10. r_all = corr([8, 3, 5], [8, 0, 0]) =
 0.9177; r_retrieved and sd_retrieved n/a (one retrieved sample); Wgt. Score 0.5333, R@k 1/3, CuBE 0.1778.
 """
 
@@ -172,14 +172,14 @@ def _texts(svg: str) -> list[str]:
     return [unescape(t) for t in re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S)]
 
 
-RANK_SCORE_IS = ("rank score = top_n + 2 - rank of the gold document in the normal retrieval, 0 when it was not "
-                 "retrieved; top_n is the run's TOP-N: the config's top_k, or the most chunks the system returned "
-                 "when it returned more")
+RANK_SCORE_IS = ("rank score = 10 - rank of the gold document in the normal retrieval (seed 000's own, defined up to "
+                 "TOP-N 9), a point more when the gold document was the only document retrieved, 0 when it was not "
+                 "retrieved")
 WEIGHTS = (f"the dimension weights are n/a: no dimension correlates with the rank score ({RANK_SCORE_IS}): relevance, "
            "quality: a correlation needs variation: the rank score is constant (the same for all 4 samples); "
            "automatic weights are undefined, so give every dimension a fixed numeric weight (weight: 1 in the "
            "config's dimensions weighs them equally). In this run every sample's gold document was at rank 1 of "
-           "TOP-N 5: the rank score is 6 for all 4 samples, so nothing can correlate with it.")
+           "TOP-N 5: the rank score is 9 for all 4 samples, so nothing can correlate with it.")
 RULES = ("rule-based judges score every dimension as 10 x token F1 against the reference: the dimensions and the "
          "judges cannot differ; use LLM judges for CuBE")
 
@@ -208,8 +208,8 @@ def test_every_cube_na_cell_points_to_a_reason_that_says_what_to_do(rules):
     # the notes of Table 4 and of the bounds, numbered together, say the same outside the page: each reason once
     report, inputs = rules["report"], rules["inputs"]
     na = NaNotes()
-    cube_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_n=5)
-    cube_bounds_noted_frame(report, inputs.counts, na, ranks=inputs.ranks, top_n=5)
+    cube_noted_frame(report, inputs.counts, na)
+    cube_bounds_noted_frame(report, inputs.counts, na)
     assert na.entries()[0] == (
         "lexical: wgt_score, cube_score, wgt_score_all, cube_score_all, weighted_total closed_book, weighted_total rag, "
         "weighted_total oracle; semantic: wgt_score, cube_score, wgt_score_all, cube_score_all, weighted_total "

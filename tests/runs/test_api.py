@@ -29,9 +29,9 @@ import ragcourt
 from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.runs import background_loop
 from ragcourt.runs.runner import SamplesChangedError
-from ragcourt.schema import Chunk, Sample, SampleStatus
+from ragcourt.schema import NORMAL, Chunk, Sample, SampleStatus
 from ragcourt.schema.config import Batching, JudgeSpec
-from ragcourt.systems import Precomputed
+from ragcourt.systems import BM25Index, Precomputed
 
 SAMPLES = [Sample(id="acme", question="Who founded Acme?", reference_answer="Ada Lovelace founded Acme."),
            Sample(id="kettle", question="How long is the kettle warranty?", reference_answer="Two years.")]
@@ -293,6 +293,26 @@ def test_reference_system_opens_the_workspace_collection(tmp_path) -> None:
     finally:
         records.close()
     assert answers == {"acme": "Ada Lovelace founded Acme.", "kettle": "The kettle has a two-year warranty."}
+
+
+def test_the_reference_system_retrieves_by_bm25_in_a_cuer_run(tmp_path) -> None:
+    """reference_system() leaves retrieval to the run's configuration, which for the cuer method is BM25 (seed 004):
+    the normal retrievals are the BM25 index's ranking and scores, not cosine similarities."""
+    ragcourt.Workspace(tmp_path).open_vectors().index("kb-docs", CORPUS)
+    system = ragcourt.reference_system("kb-docs", home=str(tmp_path))
+    config = ragcourt.EvalConfig(methods=("cuer",), top_k=2)
+    result = ragcourt.evaluate(SAMPLES, system, home=tmp_path, config=config)
+    assert [d.status for d in result.diagnostics] == [SampleStatus.OK, SampleStatus.OK]
+    records = ragcourt.Workspace(tmp_path).open_store()
+    try:
+        normal = {r.sample_id: r.chunks for r in records.get_retrievals(result.run_id) if r.condition == NORMAL}
+    finally:
+        records.close()
+    index = BM25Index(CORPUS)
+    for sample in SAMPLES:
+        assert [(c.id, c.score) for c in normal[sample.id]] == [(c.id, c.score) for c in index.top_k(sample.question, 2)]
+    assert normal["acme"][0].id == "acme-doc" and normal["acme"][1].score == 0.0
+    assert system.retriever is None  # the caller's system is left as it was
 
 
 def test_an_edited_sample_is_evaluated_afresh_and_an_explicit_run_id_over_it_is_refused(tmp_path) -> None:

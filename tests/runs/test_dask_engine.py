@@ -3,11 +3,14 @@
 The big test runs `ragcourt run` in its own process on 2 Dask workers over a PostgreSQL store, 200 precomputed
 samples, an LLM judge on bench/sim_server.py (real HTTP on 127.0.0.1, counting requests by conversation) and the
 lexical judge, and kills one worker with SIGKILL once it has completed samples and holds leases of others. The
-reference is the same command in one process on SQLite, uninterrupted.
+reference is the same command in one process on SQLite, uninterrupted. Issue 36's tests kill every worker process
+at once (their nannies start others, which must take the expired leases over), and take every worker away for good
+(the run must fail after its stall bound, not wait for ever).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -17,13 +20,21 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures import bench_module
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
-from ragcourt.runs.dask_engine import DaskOptions, DaskRun, DistributedRunError, llm_shares, local_cluster
+from ragcourt.runs.dask_engine import (
+    PRECOMPUTED,
+    DaskOptions,
+    DaskRun,
+    DistributedRunError,
+    llm_shares,
+    local_cluster,
+)
 from ragcourt.runs.runner import Runner
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import SampleDiagnostics
@@ -193,3 +204,91 @@ def test_a_worker_killed_mid_run_loses_nothing_repeats_no_answered_call_and_chan
     assert summary.exit_code == 0 and local.exit_code == 0, summary.output
     table = [line for line in summary.output.splitlines() if line.startswith("│")]
     assert table and table == [line for line in local.output.splitlines() if line.startswith("│")]
+
+
+# --------------------------------------------------------------------------- every worker killed at once (issue 36)
+
+N_KILLED_RUN = 40
+KILL_LEASE_S = 3.0  # the issue's --lease-s: long enough that a heartbeat late under load loses no lease
+
+
+def _in_process_runner(store: RecordStore, url: str, run_dir: Path) -> Runner:
+    """The coordinator's runner as `ragcourt run` builds it: the simulated LLM judge and the lexical one."""
+    from ragcourt.runs.models import Models, eval_context
+    from ragcourt.schema.config import parse_config
+    from ragcourt.systems import Precomputed
+
+    config = parse_config(
+        {"judges": [{"model": f"openai:sim-a@{url}", "id": "sim-a"}, {"model": "lexical"}], "decomposer": "sentences",
+         "methods": ["qcare", "elements"], "top_k": 3, "concurrency": 8, "llm_concurrency": LLM_CONCURRENCY,
+         "timeout_s": 20}, "test")
+    models = Models(config, store)
+    context = eval_context(config, Precomputed(bounds=models.bounds_generator()), store, models, None, None)
+    return Runner(context, RUN_ID, run_dir)
+
+
+def _lease_holders(store: RecordStore) -> set[str]:
+    """The owners of live leases (not run out) now."""
+    return {str(owner) for owner, in store.query("SELECT DISTINCT lease_owner FROM work_tasks WHERE run_id = ? AND "
+                                                 "state = 'leased' AND lease_until >= now()", (RUN_ID,))}
+
+
+async def test_killing_every_worker_at_once_the_restarted_workers_take_the_expired_leases_over(
+        sim_url: str, postgres_store_url: str, tmp_path: Path) -> None:
+    wanted = samples(N_KILLED_RUN)
+    with RecordStore(tmp_path / "reference.sqlite") as store:  # the fault-free run, in one process
+        reference = [d async for d in _in_process_runner(store, sim_url, tmp_path / "reference").astream(wanted)]
+    expected = {d.sample_id: comparable(d) for d in reference}
+    assert len(expected) == N_KILLED_RUN
+
+    clients: list[Any] = []
+    streamed: list[str] = []
+    killed_pids: set[int] = set()
+    with RecordStore(postgres_store_url) as store:
+        run = DaskRun(_in_process_runner(store, sim_url, tmp_path / "run"), PRECOMPUTED,
+                      DaskOptions(workers=2, lease_s=KILL_LEASE_S), on_cluster=clients.append)
+        async for diagnostics in run.astream(wanted):
+            streamed.append(diagnostics.sample_id)
+            if killed_pids:
+                continue
+            if len(await asyncio.to_thread(_lease_holders, store)) == 2:
+                # both workers mid-batch: kill each worker process (its nanny starts another in its place)
+                pids = await asyncio.to_thread(clients[0].run, os.getpid)
+                assert len(pids) == 2
+                for pid in pids.values():
+                    os.kill(pid, signal.SIGKILL)
+                killed_pids = set(pids.values())
+        queue = WorkQueue(store)
+        tasks = store.query("SELECT sample_id, attempts, completed_by FROM work_tasks WHERE run_id = ?", (RUN_ID,))
+        assert killed_pids, "the run ended before both workers held leases"
+        assert queue.counts(RUN_ID) == TaskCounts(pending=0, leased=0, done=N_KILLED_RUN)
+        assert queue.completions(RUN_ID) == {s.id: 1 for s in wanted}  # each sample completed once
+        assert sorted(streamed) == sorted(expected)  # and streamed once
+        assert {d.sample_id: comparable(d) for d in store.get_diagnostics(RUN_ID)} == expected
+
+    # A task claimed twice was leased by a worker that died, its lease ran out and another took it over: each was
+    # completed by a worker started in place of the dead ones (read from the queue afterwards, as a sample
+    # completed between a read of the leases and the kill would make a list taken before the kill wrong).
+    taken_over = {sample_id: int(re.search(r"-pid(\d+)-", owner).group(1))
+                  for sample_id, attempts, owner in tasks if attempts > 1}
+    assert taken_over and killed_pids.isdisjoint(taken_over.values()), (taken_over, killed_pids)
+    stream = run.runner.paths.diagnostics.read_text().splitlines()
+    assert sorted(SampleDiagnostics.model_validate_json(line).sample_id for line in stream) == sorted(expected)
+
+
+async def test_a_run_no_worker_can_progress_fails_after_the_stall_bound_instead_of_waiting_for_ever(
+        sim_url: str, postgres_store_url: str, tmp_path: Path) -> None:
+    stall_s = 2.0
+
+    def retire_every_worker(client: Any) -> None:  # the workers and their nannies go: nobody runs the shards
+        client.retire_workers(close_workers=True)
+
+    with RecordStore(postgres_store_url) as store:
+        run = DaskRun(_in_process_runner(store, sim_url, tmp_path / "run"), PRECOMPUTED,
+                      DaskOptions(workers=2, lease_s=KILL_LEASE_S, stall_s=stall_s), on_cluster=retire_every_worker)
+        started = time.monotonic()
+        with pytest.raises(DistributedRunError, match=r"no worker made progress on run run-dask for 2 s \(no sample "
+                           r"completed, no lease renewed\): \d+ samples pending, \d+ leased by workers that stopped "
+                           r"renewing, 0 done, 0 workers connected"):
+            await anext(run.astream(samples(3)))
+        assert time.monotonic() - started < stall_s + 30  # the cluster's start and close, then the bound

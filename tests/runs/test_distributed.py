@@ -63,7 +63,9 @@ def test_claims_are_exclusive_leases_expire_and_a_late_completion_is_refused(pos
         queue.complete("r", "a", "w1", [diagnostics])
         assert store.get_diagnostics("r") == [diagnostics]
         assert queue.heartbeat("r", "w1") == 1  # b is still w1's
+        assert queue.live_leases("r") == 3  # b, c, d: workers are evaluating
         time.sleep(0.5)  # w1 and w2 stop renewing: their leases run out
+        assert queue.live_leases("r") == 0 and queue.counts("r").leased == 3  # leased, but nobody evaluating
         taken = queue.claim("r", "w3", 10)
         assert taken == ["b", "c", "d", "e"]
         late = SampleDiagnostics(run_id="r", sample_id="b", question="q")

@@ -430,7 +430,7 @@ async def test_a_judge_failing_every_call_leaves_its_verdicts_unscored_and_the_r
     # Judge A alone decides (1 of 1 scored agrees): the figures of the hand-computed fixture, no escalation.
     assert values(by_id["s1"]) == pytest.approx({
         "c_prec@3": 1 / 3, "c_ndcg@3": 0.6934264, "completeness": 1.0, "conciseness": 2 / 3,
-        "verifiableness": 2 / 3, "element_coverage": 1.0,
+        "verifiableness": 2 / 3, "element_answer_coverage": 0.5, "element_coverage": 1.0,
     })
     assert all(d.escalations == () for d in by_id.values())
     assert [e.status for e in by_id["s2"].elements][1:] == ["retrieval_gap", "document_gap"]

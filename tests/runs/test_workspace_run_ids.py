@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragcourt.runs.workspace import derived_run_id
 from ragcourt.schema import Sample
-from ragcourt.schema.config import EvalConfig, Reconcile
+from ragcourt.schema.config import EvalConfig, RankScoreRule, Reconcile
 
 SAMPLES = [Sample(id="q1", question="Who wrote Hamlet?", reference_answer="Shakespeare.")]
 # Derived by the code of f0098e5 (before reconcile, escalate_below_posterior, calibration_profile, store,
@@ -28,3 +28,22 @@ def test_where_records_and_spans_go_and_the_gate_are_no_part_of_the_identity() -
     elsewhere = EvalConfig(store="postgresql://u@127.0.0.1:1/db", telemetry={"otlp_endpoint": "http://127.0.0.1:4318"},
                            fail_under={"element_coverage": 0.5})
     assert derived_run_id(elsewhere, SAMPLES, "precomputed") == RUN_ID_BEFORE_THE_NEW_KEYS
+
+
+# Derived by the code of bfbc4b7 (before rank_score and retriever existed) for these configurations and SAMPLES.
+CUBE_RUN_ID_BEFORE = "run-54f186ce3d899c46"  # methods: [cube]
+CUER_RUN_ID_BEFORE = "run-7392ccafceb54ea9"  # methods: [cuer]
+CUER_WITH_THRESHOLD_RUN_ID_BEFORE = "run-8bb2061b3cb926fd"  # methods: [cuer], score_threshold: 0.3
+
+
+def test_the_rank_score_rule_at_its_default_keeps_the_run_id_and_another_rule_changes_it() -> None:
+    assert derived_run_id(EvalConfig(methods=("cube",)), SAMPLES, "precomputed") == CUBE_RUN_ID_BEFORE
+    shifted = EvalConfig(methods=("cube",), rank_score=RankScoreRule.TOP_N)
+    assert derived_run_id(shifted, SAMPLES, "precomputed") != CUBE_RUN_ID_BEFORE
+
+
+def test_cuer_retrieving_by_bm25_now_is_another_run_and_a_kept_dense_retriever_is_not() -> None:
+    assert derived_run_id(EvalConfig(methods=("cuer",)), SAMPLES, "precomputed") != CUER_RUN_ID_BEFORE
+    # a score_threshold keeps cuer on the dense retriever, as before the key: the same run
+    kept = EvalConfig(methods=("cuer",), score_threshold=0.3)
+    assert derived_run_id(kept, SAMPLES, "precomputed") == CUER_WITH_THRESHOLD_RUN_ID_BEFORE

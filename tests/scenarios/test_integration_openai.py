@@ -11,7 +11,7 @@ two-chunk chromadb index, HashingEmbedding) ctx_0 = the Acme chunk, ctx_1 = the 
   covers: ctx_0 [Q1 yes, Q2 yes], ctx_1 [no, no] -> r = [1, 0] -> C-Prec@2 = 1/2, C-nDCG@2 = 1
   claims C1, C2 both serve Q1 only; both sub-queries "answered" -> Q1 covered, Q2 not (no claim serves it)
     -> Completeness 1/2, Conciseness 2/2 = 1; both supported by ctx_0 -> Verifiableness 1
-  elements: both in context and in the answer -> answered, coverage 1 (no loose run)
+  elements: both in context and in the answer -> answered, both coverages 1 (no loose run)
   checks: 2 + 2 element, 2x2 sub-query/chunk, 2 answered, 2x2 supported, 2x2 serves = 18
   requests: sub-queries, elements, answer, claims + 6 judge batches = 10
 """
@@ -50,7 +50,7 @@ CORPUS = [Chunk(id="acme-doc", text="Ada Lovelace founded Acme in 1990.", title=
 SHOWN_ID = re.compile(r"^\[([A-Za-z_]+\d+)\] ", re.MULTILINE)
 GARBAGE = "Sure! {not json at all"
 EXPECTED = {"c_prec@2": 0.5, "c_ndcg@2": 1.0, "completeness": 0.5, "conciseness": 1.0, "verifiableness": 1.0,
-            "element_coverage": 1.0}
+            "element_answer_coverage": 1.0, "element_coverage": 1.0}
 
 
 def user_text(request: ChatRequest) -> str:

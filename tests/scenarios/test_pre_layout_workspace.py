@@ -79,10 +79,11 @@ def test_an_inline_review_paused_before_the_move_resumes_after_it(home: Path) ->
     assert "unregistered type" not in reviewed.stderr + reviewed.stdout
     after = summary_of(home, "inline-run")
     assert (after.n_samples, after.n_failed, after.n_checks, after.n_escalated, after.n_pending) == (2, 0, 24, 8, 0)
+    # the review rescored both samples with today's scorer: it adds the answer side of the element coverage
     assert means(after) == {
         "answer_f1": 0.036, "c_ndcg": 0.75, "c_prec": 0.625, "completeness": 0.5, "conciseness": 0.5,
-        "confidence_error": None, "element_coverage": 1.0, "exact_match": 0.0, "grounding_score": 0.5,
-        "soft_correctness": 0.0, "verifiableness": 1.0,
+        "confidence_error": None, "element_answer_coverage": 0.5, "element_coverage": 1.0, "exact_match": 0.0,
+        "grounding_score": 0.5, "soft_correctness": 0.0, "verifiableness": 1.0,
     }
     assert after.element_shares == pytest.approx(before_move_shares())
 

@@ -65,5 +65,6 @@ async def test_the_preset_runs_the_normal_top_10_and_the_loose_top_20_without_a_
     assert (len(loose.chunks), loose.score_threshold) == (LOOSE_TOP, None)
     diagnostics = state["diagnostics"]
     assert diagnostics.metric("element_coverage").value == pytest.approx(1 / 3)
+    assert diagnostics.metric("element_answer_coverage").value == pytest.approx(1 / 3)  # it states the limit only
     assert [e.status for e in diagnostics.elements] == [
         ElementStatus.ANSWERED, ElementStatus.RETRIEVAL_GAP, ElementStatus.DOCUMENT_GAP]

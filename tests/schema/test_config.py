@@ -17,6 +17,8 @@ from ragcourt.schema.config import (
     EvalConfig,
     JudgeSpec,
     Method,
+    RankScoreRule,
+    Retriever,
     ReviewMode,
     load_config,
     parse_config,
@@ -42,6 +44,8 @@ def test_defaults() -> None:
     assert (config.top_k, config.score_threshold, config.loose_k_factor) == (5, None, 2)
     assert config.review_mode is ReviewMode.DEFERRED
     assert (config.concurrency, config.llm_concurrency, config.timeout_s) == (8, 16, 60.0)
+    assert (config.retriever, config.reference_retriever) == (None, Retriever.DENSE)
+    assert config.rank_score is RankScoreRule.SEED  # seed 000's 10 - rank
     assert parse_config({}) == config
 
 
@@ -206,6 +210,43 @@ def test_cuer_brings_perturbations_and_the_closed_book_control() -> None:
     chosen = parse_config({"methods": ["cuer", "cube"], "perturbations": {"kinds": ["remove"], "seed": 3}})
     assert chosen.perturbations.kinds == (ConditionKind.REMOVE,) and chosen.perturbations.seed == 3
     assert chosen.conditions == (ConditionKind.NORMAL, ConditionKind.CLOSED_BOOK, ConditionKind.ORACLE)
+
+
+def test_cuer_retrieves_by_bm25_unless_the_config_says_otherwise(tmp_path: Path) -> None:
+    """Seed 004 retrieves the top 5 by BM25: the cuer method sets retriever: bm25 when the config sets neither a
+    retriever nor a score_threshold (a cosine cut-off, which only the dense retriever has)."""
+    assert parse_config({"methods": ["cuer"]}).reference_retriever is Retriever.BM25
+    assert parse_config({"methods": ["cuer"], "retriever": "dense"}).reference_retriever is Retriever.DENSE
+    kept = parse_config({"methods": ["cuer"], "score_threshold": 0.3})
+    assert (kept.retriever, kept.reference_retriever) == (None, Retriever.DENSE)
+    assert parse_config({"retriever": "bm25"}).reference_retriever is Retriever.BM25  # without cuer too
+    # the CLI's --method cuer over a default config (with_overrides) brings it; an explicit dense survives overrides
+    assert EvalConfig().with_overrides(methods=["cuer"]).reference_retriever is Retriever.BM25
+    dense = parse_config({"methods": ["cuer"], "retriever": "dense"})
+    assert dense.with_overrides(top_k=3).reference_retriever is Retriever.DENSE
+    with pytest.raises(ConfigError, match="key '.*': .*score_threshold is a cosine similarity .* set retriever: dense"):
+        load_config(write(tmp_path, "c.yaml", "retriever: bm25\nscore_threshold: 0.3\n"))
+    with pytest.raises(ConfigError, match="key 'retriever': Input should be 'dense' or 'bm25'"):
+        parse_config({"retriever": "sparse"})
+
+
+def test_a_stored_cuer_run_without_a_retriever_retrieved_densely() -> None:
+    """A cuer configuration dumped before the key existed is read as it ran (rerun retrieves again from it); one
+    dumped since holds the key."""
+    stored = EvalConfig(methods=(Method.CUER,), retriever=Retriever.DENSE).model_dump(mode="json")
+    del stored["retriever"]
+    assert EvalConfig.model_validate(stored).reference_retriever is Retriever.BM25  # what the preset would give
+    assert EvalConfig.of_stored_run(stored).reference_retriever is Retriever.DENSE
+    now = EvalConfig(methods=(Method.CUER,)).model_dump(mode="json")
+    assert now["retriever"] == "bm25" and EvalConfig.of_stored_run(now).reference_retriever is Retriever.BM25
+    assert EvalConfig.of_stored_run(EvalConfig().model_dump(mode="json")) == EvalConfig()
+
+
+def test_the_rank_score_rule_is_an_enum_key() -> None:
+    assert parse_config({"rank_score": "top_n"}).rank_score is RankScoreRule.TOP_N
+    assert "rank_score" not in EvalConfig().model_dump() and "retriever" not in EvalConfig().model_dump()
+    with pytest.raises(ConfigError, match="key 'rank_score': Input should be 'seed' or 'top_n'"):
+        parse_config({"rank_score": "n+2"})
 
 
 def test_a_custom_dimension_needs_a_rubric(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from ragcourt.schema import (
     VerdictStatus,
     content_id,
 )
+from ragcourt.schema.config import Retriever
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import (
@@ -263,6 +264,37 @@ async def test_reference_rag_retrieves_from_chromadb_and_generates(tmp_path: Pat
     assert len(await system.retrieve(sample, k=3, score_threshold=None)) == 3
     above = await system.retrieve(sample, k=3, score_threshold=chunks[0].score)
     assert [c.id for c in above] == ["c-eiffel"]
+
+
+async def test_reference_rag_retrieves_by_bm25_over_the_collections_chunks(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """retriever: bm25 ranks the collection's chunks by BM25 (tests/systems/test_bm25.py): "eiffel", "tower", "was"
+    and "built" occur in c-eiffel only; of the other two only "the" matches, twice in c-rhine, once in c-louvre. The
+    index is read from chromadb once and kept."""
+    vectors = VectorStore.persistent(tmp_path / "chroma", HashingEmbedding())
+    vectors.index("corpus", [
+        Chunk(id="c-eiffel", text="The Eiffel Tower was built in 1889 for the World Fair.", title="Eiffel Tower"),
+        Chunk(id="c-louvre", text="The Louvre is a museum in Paris.", title="Louvre"),
+        Chunk(id="c-rhine", text="The Rhine river flows to the North Sea.", title="Rhine"),
+    ])
+    listings = []
+    listing = vectors.all_chunks
+    monkeypatch.setattr(vectors, "all_chunks", lambda name: listings.append(name) or listing(name))
+    system = ReferenceRAG(vectors=vectors, collection="corpus", generator=ExtractiveGenerator(),
+                          retriever=Retriever.BM25)
+    sample = Sample(id="s1", question="When was the Eiffel Tower built?")
+
+    chunks = await system.retrieve(sample, k=2, score_threshold=None)
+    assert [(c.id, c.rank, c.title) for c in chunks] == [("c-eiffel", 1, "Eiffel Tower"), ("c-rhine", 2, "Rhine")]
+    assert chunks[0].score > chunks[1].score > 0  # type: ignore[operator]
+    every = await system.retrieve(sample, k=5, score_threshold=None)
+    assert [c.id for c in every] == ["c-eiffel", "c-rhine", "c-louvre"]
+    assert listings == ["corpus"]  # one listing for both retrievals
+    with pytest.raises(ValueError, match="score_threshold is a cosine similarity"):
+        await system.retrieve(sample, k=2, score_threshold=0.5)
+    # unset, the reference system retrieves densely (a run sets the configuration's retriever)
+    dense = ReferenceRAG(vectors=vectors, collection="corpus", generator=ExtractiveGenerator())
+    assert (await dense.retrieve(sample, k=1, score_threshold=None))[0].score < 1  # type: ignore[operator]
 
 
 # --------------------------------------------------------------------------- CUE-R confidence probe

@@ -2,7 +2,8 @@
 
 Five samples, top_k 3, trim proportion 0.2 (cut int(0.2 x 5) = 1 score from each end), dimensions relevance
 and quality with automatic weights. The gold document of s1, s2, s3 is retrieved at rank 1, 2, 3; s4 and s5
-miss it. Rank scores (top_n + 2 - rank, 0 when missed): x = [4, 3, 2, 0, 0]; R@k = 3/5.
+miss it. Rank scores under `rank_score: top_n` (top_n + 2 - rank, 0 when missed; seed 000's default 10 - rank is
+test_cube_rank_score.py's): x = [4, 3, 2, 0, 0]; R@k = 3/5.
 
 Judge j1 (per sample s1..s5)           trimmed mean (middle three)
   rag        relevance 10 8 6 2 4      6       quality 8 8 8 4 8       8
@@ -72,7 +73,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.schema.config import DimensionSpec, EvalConfig, JudgeSpec, Method
+from ragcourt.schema.config import DimensionSpec, EvalConfig, JudgeSpec, Method, RankScoreRule
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Generation, Precomputed
 
@@ -157,7 +158,7 @@ SEED_J2 = (8 - 10 * W_Q) / (10 - 10 * W_Q)
 
 def config(**changes) -> EvalConfig:
     settings = {"judges": (JudgeSpec(model="j1"), JudgeSpec(model="j2")), "methods": (Method.CUBE,), "top_k": 3,
-                "trim_proportion": 0.2, "concurrency": 2,
+                "trim_proportion": 0.2, "concurrency": 2, "rank_score": RankScoreRule.TOP_N,
                 "dimensions": (DimensionSpec(name="relevance"), DimensionSpec(name="quality"))}
     return EvalConfig(**{**settings, **changes})
 

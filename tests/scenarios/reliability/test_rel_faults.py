@@ -58,9 +58,10 @@ JUDGE_MODELS = ("judge-a", "judge-b")
 # ctx_0 "Mason<i> built tower <i>.", ctx_1 "Bananas number <i>.", ctx_2 "Tower <i> opened in <1900+i>.";
 # both sub-queries link to ctx_0 only -> r = [1, 0, 0]: C-Prec@3 = 1/3, C-nDCG@3 = 1; the answer
 # "Mason<i> built tower <i>. It is tall." -> two claims, each serving Q1 only -> Completeness 1/2 (Q2 not
-# served), Conciseness 2/2; both supported by ctx_0 -> Verifiableness 1; both elements "yes" -> coverage 1.
+# served), Conciseness 2/2; both supported by ctx_0 -> Verifiableness 1; both elements "yes" in the context
+# and in the answer -> both coverages 1.
 CLEAN_FIGURES = {"c_prec@3": 1 / 3, "c_ndcg@3": 1.0, "completeness": 0.5, "conciseness": 1.0, "verifiableness": 1.0,
-                 "element_coverage": 1.0}
+                 "element_answer_coverage": 1.0, "element_coverage": 1.0}
 JUDGE_KINDS = (CheckKind.SUBQUERY_IN_CHUNK, CheckKind.CLAIM_SUPPORTED, CheckKind.CLAIM_SERVES_SUBQUERY,
                CheckKind.SUBQUERY_ANSWERED, CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER)
 

@@ -172,7 +172,7 @@ async def test_a_resumed_combined_batch_asks_the_missing_checks_under_their_own_
                       unscored_reason=UnscoredReason.TIMEOUT))
     context = make_context(store, fixture_config(), [recorder], fixture_system())
     # fan_out's per_sample task: both kinds, its `kind` is its first check's
-    task = {"judge_index": 0, "kind": CheckKind.ELEMENT_IN_CONTEXT, "checks": [element, claim]}
+    task = {"judge_index": 0, "kind": CheckKind.ELEMENT_IN_CONTEXT, "checks": [element, claim], "whole_batch": False}
 
     update = await judge(task, SimpleNamespace(context=context))
 
