@@ -1,8 +1,8 @@
 """The public API of ragcourt (see __init__.py)."""
 
 from .data.loaders import load_hotpotqa, load_samples
+from .live.evaluator import LiveCounts, LiveEvaluator, live_config
 from .runs.api import EvalResult, aevaluate, astream, evaluate, reference_system
-from .runs.live import LiveCounts, LiveEvaluator, live_config
 from .runs.workspace import Workspace
 from .schema import Sample, SampleDiagnostics
 from .schema.config import EvalConfig, JudgeSpec, load_config

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from ragcourt.runs.dask_engine import PRECOMPUTED, DaskOptions, DaskRun, local_cluster
+from ragcourt.cluster.dask_engine import PRECOMPUTED, DaskOptions, DaskRun, local_cluster
 from ragcourt.runs.models import prepare_run
 from ragcourt.runs.runner import Runner
 from ragcourt.schema import Sample
@@ -104,7 +104,7 @@ async def run_on(address: str, workers: int, batch: Sequence[Sample], config: Ev
 def warm(client: object) -> None:
     """Each worker imports what a shard uses, so the timed run pays no start-up."""
     def load() -> None:
-        import ragcourt.runs.dask_engine  # noqa: F401
+        import ragcourt.cluster.dask_engine  # noqa: F401
         import ragcourt.systems  # noqa: F401
 
     client.run(load)  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ The app is examples/langchain_app (Chroma retriever with feature-hashing embeddi
 FakeOpenAIServer (tests/fakes) that answers after a fixed latency, in its own process at normal priority, as the
 app's model server would be. The judge of the live evaluator is a second FakeOpenAIServer; it stands for a remote
 API, which does not run on the app's machine, so here it runs at the lowest CPU priority (the same as the worker:
-runs.live_process.run_in_background) rather than taking turns with the app on the same cores. Both servers set
+live.process.run_in_background) rather than taking turns with the app on the same cores. Both servers set
 TCP_NODELAY, as production HTTP servers do: http.server's default (Nagle on, headers and body sent apart) would
 make each answer wait for the client's delayed ACK, 40 ms more than the latency asked for.
 
@@ -75,7 +75,7 @@ def serve(role: str, latency_s: float) -> None:
             return first_context_sentence(request)
         server = FakeOpenAIServer(responder=answer)
     else:
-        from ragcourt.runs.live_process import run_in_background
+        from ragcourt.live.process import run_in_background
 
         run_in_background()  # a remote API in production: not a competitor of the app for this machine's cores
         server = FakeOpenAIServer(builders=judge_builders("yes"))
@@ -202,7 +202,7 @@ def main() -> int:
 
     from live_helpers import example_app, example_store
 
-    from ragcourt.runs.live import LiveEvaluator, live_config
+    from ragcourt.live.evaluator import LiveEvaluator, live_config
     from ragcourt.schema.config import JudgeSpec
 
     loads = [load_average()]

@@ -6,7 +6,7 @@ offline MiniLM, extractive answerer), the offline jury `lexical` + `semantic`, s
 labels are HotpotQA's supporting paragraphs: a sub-query-in-chunk check is "yes" when its chunk is one of the
 question's two gold supporting paragraphs (the sentence decomposer keeps a one-sentence question as its one
 sub-query). A simulated reviewer decides the escalated sub-query-in-chunk checks by those labels, one at a
-time, in two orders: runs.review_budget's (expected change of the headline figures), and arrival order (every
+time, in two orders: validity.review_budget's (expected change of the headline figures), and arrival order (every
 disagreement as the store lists it). After each decision its sample is re-scored from the store (no model
 call) and the figures read again; the all-reviewed value is the figure once every such escalation is decided.
 
@@ -26,13 +26,13 @@ from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.runs.api import evaluate, reference_system
 from ragcourt.runs.rescore import replay_context
-from ragcourt.runs.review_budget import budget_order
 from ragcourt.runs.runner import Runner
 from ragcourt.runs.workspace import HOTPOTQA_COLLECTION, Workspace
 from ragcourt.schema import NORMAL, CheckKind, Label, Reconciled, Review, ReviewAction
 from ragcourt.schema.config import EvalConfig, JudgeSpec, Method
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
+from ragcourt.validity.review_budget import budget_order
 
 FIGURES = ("c_prec@5", "c_ndcg@5")
 WITHIN = 0.02

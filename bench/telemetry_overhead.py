@@ -1,6 +1,6 @@
 """What OpenTelemetry spans cost a run: the same samples through the per-sample graph with no telemetry and with
 spans exported to the SDK's InMemorySpanExporter (the span work without a network), in process, with the
-scripted LLM decomposer and judge of tests/runs/test_telemetry.py (no HTTP: the graph and span work alone).
+scripted LLM decomposer and judge of tests/observability/test_telemetry.py (no HTTP: the graph and span work alone).
 
     python bench/telemetry_overhead.py [--samples 40] [--repeats 3]
 
@@ -28,8 +28,8 @@ from test_telemetry import EXAMPLE, context_of  # noqa: E402
 
 from ragcourt.data.loaders import load_samples  # noqa: E402
 from ragcourt.llm.usage import UsageMeter  # noqa: E402
+from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry  # noqa: E402
 from ragcourt.runs.runner import Runner  # noqa: E402
-from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry  # noqa: E402
 from ragcourt.stores.records import RecordStore  # noqa: E402
 
 

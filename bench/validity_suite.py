@@ -28,11 +28,11 @@ from pathlib import Path
 
 from ragcourt.commands.validity_tables import print_suite
 from ragcourt.runs.models import Models
-from ragcourt.runs.validity import Suite
-from ragcourt.runs.validity_suite import run_suite
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema.calibration import ThresholdObjective
 from ragcourt.schema.config import EvalConfig, JudgeSpec
+from ragcourt.validity.measure import Suite
+from ragcourt.validity.suite import run_suite
 
 FILES = {Suite.RAGCHECKER: "ragchecker_pairs/human_labeled_sample.json",
          Suite.WICE: "wice/claim_dev_sample_60.jsonl", Suite.HOTPOTQA: "hotpotqa/dev_sample_100.jsonl"}

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -24,7 +25,13 @@ from ragcourt.data.loaders import (
     bundled,
     load_ragchecker_pairs,
 )
-from ragcourt.runs.calibration import (
+from ragcourt.runs.models import Models, check_model_specs
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
+from ragcourt.schema import MetricValue, content_id
+from ragcourt.schema.calibration import ThresholdObjective
+from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec, load_config
+from ragcourt.stores.records import RecordStore
+from ragcourt.validity.calibration import (
     CHECK_IDS_HINT,
     JURY,
     CalibrationItem,
@@ -36,14 +43,10 @@ from ragcourt.runs.calibration import (
     load_labels,
     review_labels,
 )
-from ragcourt.runs.models import Models, check_model_specs
-from ragcourt.runs.validity import WICE_LENIENT, WICE_STRICT, Suite
-from ragcourt.runs.validity_suite import SuiteProgress, profile_of, run_suite
-from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
-from ragcourt.schema import MetricValue, content_id
-from ragcourt.schema.calibration import ThresholdObjective
-from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec, load_config
-from ragcourt.stores.records import RecordStore
+from ragcourt.validity.measure import WICE_LENIENT, WICE_STRICT, Suite
+from ragcourt.validity.profile import load_profile
+from ragcourt.validity.stacking import fit_suite_file
+from ragcourt.validity.suite import SuiteProgress, profile_of, run_suite
 
 
 def print_calibration(report: KindCalibration) -> None:
@@ -139,8 +142,13 @@ def calibrate_command(
                                                                    "here")] = None,
     fit_threshold: Annotated[ThresholdObjective | None, typer.Option(
         help="with --suite wice|hotpotqa: learn per judge and kind the P(yes) threshold maximising this against the "
-             "labels, with a k-fold cross-validated figure")] = None,
-    fit_on: Annotated[str | None, typer.Option(help="with --fit-threshold on wice: 'strict' (default) or "
+             "labels; with --suite ragchecker (two judges or more): the pairwise jury's tie margin on P_B - P_A "
+             "(for `rank --calibration-profile`); each with a k-fold cross-validated figure")] = None,
+    fit_stacked: Annotated[bool, typer.Option(
+        help="with --suite wice|hotpotqa: fit the stacked offline judge (a logistic regression over the offline "
+             "judges' features) per binary kind, with k-fold cross-validated AUROC and kappa; needs scikit-learn "
+             "(the learn extra) and 30 labels of each class")] = False,
+    fit_on: Annotated[str | None, typer.Option(help="with --fit-threshold or --fit-stacked on wice: 'strict' (default) or "
                                                     "'lenient' labels")] = None,
     folds: Annotated[int, typer.Option(help="cross-validation folds of --fit-threshold", min=2)] = 5,
     save_profile: Annotated[Path | None, typer.Option(help="with --fit-threshold: save the thresholds as a "
@@ -181,9 +189,13 @@ def calibrate_command(
     if suite is not None:
         _suite(suite, file, baseline_file or [], config_file, judge, logprobs, label, limit, json_path,
                fit_threshold, fit_on, folds, save_profile, seed, bootstrap, home)
+        if fit_stacked:
+            assert file is not None  # _suite refused the suite without one
+            _stacked(suite, file, fit_on, limit, folds, seed)
         return
-    if file or baseline_file or config_file or json_path or fit_threshold or save_profile:
-        _fail("--file, --baseline-file, --config, --json, --fit-threshold and --save-profile go with --suite NAME")
+    if file or baseline_file or config_file or json_path or fit_threshold or fit_stacked or save_profile:
+        _fail("--file, --baseline-file, --config, --json, --fit-threshold, --fit-stacked and --save-profile go with "
+              "--suite NAME")
     if not (ragchecker or pairs) and labels is None and run_id is None:
         _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
     if label and not (ragchecker or pairs):
@@ -251,7 +263,7 @@ def calibrate_command(
 
 
 _FIT_ON = {"strict": WICE_STRICT, "lenient": WICE_LENIENT}
-# What the suite's progress counts (runs.validity_suite.SuiteProgress)
+# What the suite's progress counts (validity.suite.SuiteProgress)
 _JUDGED = {Suite.WICE: "judging WiCE claims", Suite.HOTPOTQA: "judging HotpotQA questions",
            Suite.RAGCHECKER: "judging RAGChecker pairs (pairwise verdicts asked; stored ones are reused)"}
 
@@ -297,7 +309,7 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
                 suite, file, judges, models, store, limit=limit, baselines=baselines,
                 aspects=tuple(dict.fromkeys(aspects or [HumanAspect.OVERALL])), seed=seed, n_resamples=bootstrap,
                 fit=objective, fit_on=_FIT_ON[fit_on] if fit_on else None, folds=folds,
-                concurrency=config.llm_concurrency, progress=_told(tracker)))
+                concurrency=config.llm_concurrency, progress=_told(tracker), profile=load_profile(config)))
     except DatasetErrors as error:
         fail_all(error, "fix them and calibrate again")
     except DatasetError as error:
@@ -320,6 +332,28 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
         profile.save(save_profile)
         console.print(escape(f"calibration profile written to {save_profile}: apply it with `ragcourt run "
                              f"--calibration-profile {save_profile}` or `calibration_profile:` in the config"))
+
+
+def _stacked(suite: Suite, file: Path, fit_on: str | None, limit: int | None, folds: int, seed: int) -> None:
+    """Fit and print the stacked judge of each binary kind of the set (validity.stacking), or why it is refused."""
+    # Here, not at the top: stores.embeddings imports chromadb, which `ragcourt --help` should not load.
+    from ragcourt.stores.embeddings import MiniLMEmbedding
+
+    embedding = MiniLMEmbedding()
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray(embedding(texts), dtype=np.float32)
+
+    try:
+        reference, fitted, refused = fit_suite_file(suite, file, embed, limit=limit, folds=folds,
+                                                    seed=seed, reference=_FIT_ON[fit_on] if fit_on else None)
+    except (ValueError, RuntimeError) as error:
+        _fail(str(error))
+    for model in fitted:
+        console.print(escape(f"{model.describe()} against '{reference}'; in-sample AUROC {model.in_sample_auroc:.3f}, "
+                             f"kappa {model.in_sample_kappa:.3f}; C {model.regularisation:g}"))
+    for reason in refused:
+        console.print(escape(reason))
 
 
 def register(app: typer.Typer) -> None:

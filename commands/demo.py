@@ -21,9 +21,9 @@ from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa
 from ragcourt.llm.local import LocalModelError, check_local_runtime
 from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.llm.spec import ModelSpec
+from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.runs.models import prepare_run
 from ragcourt.runs.runner import RunLockedError, Runner, SamplesChangedError
-from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
 from ragcourt.schema import Sample, SampleDiagnostics, content_id
 from ragcourt.schema.config import Batching, ConfigError, EvalConfig, JudgeSpec, Method

@@ -15,10 +15,10 @@ from ragcourt.analysis.noise import compare_frame, metric_values
 from ragcourt.analysis.qcare_tables import gap_share_frame
 from ragcourt.commands.output import console, print_table
 from ragcourt.metrics.values import MetricKey, MetricName
-from ragcourt.runs.review_budget import budget_order
 from ragcourt.schema import ElementStatus, SampleDiagnostics
 from ragcourt.schema.review_questions import provisional_text, review_question
 from ragcourt.stores.records import RecordStore
+from ragcourt.validity.review_budget import budget_order
 
 HEADLINE_METRICS = (MetricName.ELEMENT_COVERAGE, MetricName.ANSWER_F1, MetricName.C_PRECISION)
 NOT_HEADLINE = (
@@ -113,7 +113,7 @@ def print_gaps(runs: Sequence[DemoRun]) -> None:
 def print_escalations(store: RecordStore, runs: Sequence[DemoRun]) -> None:
     for run in runs:
         pending = store.pending_escalations(run.run_id)
-        # the review desk's order (runs.review_budget): by how much a decision can move the headline figures
+        # the review desk's order (validity.review_budget): by how much a decision can move the headline figures
         chosen = budget_order(store, run.run_id, pending)[:TOP_ESCALATIONS]
         console.print(f"\n{escape(run.label)}: {len(pending)} checks await review; the {len(chosen)} whose decisions "
                       "can move its headline figures most (the order the review desk asks them in):")

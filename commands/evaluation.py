@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from ragcourt.analysis.summary import RunSummary, summarize
+from ragcourt.cluster.dask_engine import DistributedRunError
 from ragcourt.commands.output import (
     console,
     fail,
@@ -23,20 +24,19 @@ from ragcourt.commands.progress import track_progress
 from ragcourt.data.formats import DatasetFormat, parse_column_map, read_dataset
 from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.metrics.values import MetricKey
+from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.report.method_charts import write_method_charts
-from ragcourt.runs.dask_engine import DistributedRunError
-from ragcourt.runs.jury_weights import aweigh_run
 from ragcourt.runs.models import Models, prepare_run
+from ragcourt.runs.rescore import aweigh_run
 from ragcourt.runs.runner import ResumePlan, RunLockedError, Runner, SamplesChangedError
-from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
-from ragcourt.runs.validity_profile import profile_notes
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile, ReviewMode
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
+from ragcourt.validity.profile import profile_notes
 
 PRECOMPUTED, REFERENCE = "precomputed", "reference"
-# How a run's samples are evaluated other than by its own runner (`run --workers`: runs.dask_engine.DaskRun):
+# How a run's samples are evaluated other than by its own runner (`run --workers`: cluster.dask_engine.DaskRun):
 # given the runner and the run's models, a function with `Runner.astream`'s interface.
 Engine = Callable[[Runner, Models], Callable[..., AsyncIterator[SampleDiagnostics]]]
 
@@ -98,9 +98,9 @@ OTLP_HELP = ("send OpenTelemetry spans (the run, each sample, graph node and LLM
 
 def telemetry_of(otlp_endpoint: str | None, config: EvalConfig) -> Telemetry:
     """Where an evaluating command's spans go: `--otlp-endpoint` (checked as the config key
-    telemetry.otlp_endpoint is), else the config's endpoint, else the environment's (runs.telemetry); fails
+    telemetry.otlp_endpoint is), else the config's endpoint, else the environment's (observability.telemetry); fails
     with the reason for a bad URL or a missing extra. Call `shutdown()` on it when the command is done."""
-    from ragcourt.runs.telemetry import TelemetryUnavailableError
+    from ragcourt.observability.telemetry import TelemetryUnavailableError
 
     try:
         if otlp_endpoint:  # not into the config itself: a run's id and stored config leave the endpoint out
@@ -178,7 +178,7 @@ def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Ca
     """Run the evaluation (resuming a run of the same id), one line per finished question, then print its
     summary, element diagnosis, method tables, charts written and LLM usage. Nothing is evaluated when an
     endpoint cannot answer (runs.models.prepare_run; `check_endpoints=False` skips asking the servers).
-    `telemetry`: where the run's spans go (runs.telemetry; none by default). `engine`: the samples evaluated
+    `telemetry`: where the run's spans go (observability.telemetry; none by default). `engine`: the samples evaluated
     elsewhere (Dask workers) instead of by this process."""
     store = workspace.open_store()
     try:

@@ -14,8 +14,8 @@ from ragcourt.commands.endpoints import require_endpoints
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.commands.progress import Tracker, track_progress
-from ragcourt.data.formats import DatasetFormat, parse_column_map
-from ragcourt.data.loaders import DatasetError, load_dataset
+from ragcourt.data.formats import DatasetFormat, load_dataset, parse_column_map
+from ragcourt.data.loaders import DatasetError
 from ragcourt.metrics.dice import (
     PlacementBasis,
     TierPosition,
@@ -37,7 +37,8 @@ from ragcourt.runs.ranking import (
 )
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import MetricValue, Sample
-from ragcourt.schema.config import EvalConfig, JudgeSpec, ThresholdJudgeSpec
+from ragcourt.schema.calibration import CalibrationProfile, LearnedThreshold
+from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec, PairwiseJury, ThresholdJudgeSpec
 
 
 def load_references(path: Path, dataset_format: DatasetFormat = DatasetFormat.AUTO,
@@ -175,6 +176,13 @@ def rank(
                                                            "High / Medium / Low baselines")] = None,
     save_baselines: Annotated[Path | None, typer.Option(help="keep the ranked answer sets as a baseline "
                                                                 "pool in this directory")] = None,
+    jury: Annotated[PairwiseJury | None, typer.Option(
+        help="the hard score's label from the jury's mean (P_A, P_B, P_Tie): majority_tie (two differing judges "
+             "make a Tie) or mean_probability (Tie within the tie margin on P_B - P_A); default: mean_probability "
+             "with --calibration-profile, else majority_tie")] = None,
+    calibration_profile: Annotated[Path | None, typer.Option(
+        help="a profile with the pairwise jury's tie margin (`calibrate --suite ragchecker --fit-threshold "
+             "--save-profile`)")] = None,
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
 ) -> None:
     """Rank systems with DICE: pairwise A/B/Tie judgments (both orders, or seed 001's one drawn order), Swiss
@@ -187,8 +195,12 @@ def rank(
         answer_sets = [load_answer_set(path) for path in systems]
         refs = load_references(references, dataset_format, column_map) if references else None
         metric_judges = tuple(ThresholdJudgeSpec.parse(m) for m in metric_judge or ())
+        margin = _tie_margin(calibration_profile)
+        rule = jury or (PairwiseJury.MEAN_PROBABILITY if margin is not None else PairwiseJury.MAJORITY_TIE)
         settings = RankSettings(mode=mode, rounds=rounds, k=k, seed=seed, questions=questions, scheme=scheme,
-                                n_bootstrap=bootstrap, orders=orders, metric_judges=metric_judges)
+                                n_bootstrap=bootstrap, orders=orders, metric_judges=metric_judges, jury=rule,
+                                tie_margin=margin.threshold if margin is not None and rule is
+                                PairwiseJury.MEAN_PROBABILITY else 0.0)
         config = EvalConfig(judges=tuple(JudgeSpec(model=j, logprobs=logprobs) for j in (judge or ["lexical"])))
     except (DatasetError, ValueError, OSError) as error:
         _fail(str(error))
@@ -215,6 +227,18 @@ def rank(
         _fail(str(error))
     finally:
         store.close()
+
+
+def _tie_margin(path: Path | None) -> LearnedThreshold | None:
+    """The profile's pairwise tie margin, said on the console; ConfigError (a ValueError) when it has none."""
+    if path is None:
+        return None
+    margin = CalibrationProfile.load(path).tie_margin()
+    if margin is None:
+        raise ConfigError(f"calibration profile {path} has no pairwise tie margin: learn one with `ragcourt "
+                          "calibrate --suite ragchecker --fit-threshold kappa --save-profile PATH`")
+    console.print(escape(f"pairwise jury: {margin.describe()} from {path}"))
+    return margin
 
 
 def _told(progress: Tracker) -> MatchProgress:

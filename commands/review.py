@@ -10,10 +10,10 @@ from rich.markup import escape
 from ragcourt.analysis.summary import summarize
 from ragcourt.commands.output import Home, console, existing_store, fail, print_summary
 from ragcourt.runs.rescore import rescore_run
-from ragcourt.runs.review_budget import budget_order
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import CheckKind, Label, Reconciled, Review, ReviewAction
 from ragcourt.stores.records import RecordStore
+from ragcourt.validity.review_budget import budget_order
 
 
 def review(
@@ -24,7 +24,7 @@ def review(
     budget: Annotated[int | None, typer.Option(
         min=1, help="review only N escalations: those whose decisions can move the run's headline figures most "
                     "(expected change from the verdicts' probabilities and the jury's estimates; "
-                    "runs.review_budget), most first; default: every one, in arrival order")] = None,
+                    "validity.review_budget), most first; default: every one, in arrival order")] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Walk the run's pending escalations in the terminal; decisions override the jury.

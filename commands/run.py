@@ -131,7 +131,7 @@ def run(
     except ValueError as error:
         fail(str(error))
     _warn_about_english_only_embeddings(samples, config, system == "reference")
-    from ragcourt.runs.telemetry import Telemetry, TelemetryUnavailableError
+    from ragcourt.observability.telemetry import Telemetry, TelemetryUnavailableError
 
     try:
         telemetry = Telemetry.configured(config.telemetry.otlp_endpoint)  # else the environment's endpoint
@@ -152,7 +152,7 @@ def _dask_engine(workspace: Workspace, config: EvalConfig, system: str, workers:
     it cannot run: no PostgreSQL store, the reference system without a Chroma server, too few LLM slots."""
     if workers is None and scheduler is None:
         return None
-    from ragcourt.runs.dask_engine import DaskOptions, DaskRun, DistributedRunError, llm_shares
+    from ragcourt.cluster.dask_engine import DaskOptions, DaskRun, DistributedRunError, llm_shares
 
     try:
         options = DaskOptions(workers=workers, scheduler=scheduler, lease_s=lease_s)

@@ -19,7 +19,9 @@ from ragcourt.commands.output import (
     print_method_tables,
     print_summary,
 )
-from ragcourt.runs.jury_weights import (
+from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
+from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile
+from ragcourt.validity.jury_weights import (
     JuryWeights,
     changed_heading,
     changed_text,
@@ -27,9 +29,7 @@ from ragcourt.runs.jury_weights import (
     fit_jury,
     weighting_sentence,
 )
-from ragcourt.runs.review_budget import Uncertainty, plan_reviews
-from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
-from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile
+from ragcourt.validity.review_budget import Uncertainty, plan_reviews
 
 
 def summary(
@@ -44,7 +44,7 @@ def summary(
 
     With pending escalations (or --jury) also each headline figure's remaining uncertainty: its range if every
     pending escalation feeding it were decided yes / no, and its standard deviation from the decisions'
-    probabilities (runs.review_budget); and for a weighted run (or --jury) how much each judge is worth."""
+    probabilities (validity.review_budget); and for a weighted run (or --jury) how much each judge is worth."""
     store = existing_store(home)
     if store.get_run(run_id) is None:
         fail(f"no run '{run_id}' in {Workspace(home).store_path}")
@@ -90,7 +90,7 @@ def print_jury(weights: JuryWeights, weighted: bool) -> None:
 def print_uncertainty(rows: Sequence[Uncertainty]) -> None:
     if not rows:
         return
-    table = Table(title="remaining uncertainty given the reviews so far (unit-share model, runs.review_budget)")
+    table = Table(title="remaining uncertainty given the reviews so far (unit-share model, validity.review_budget)")
     for column in ("figure", "value", "all pending no .. all yes", "sd", "pending escalations"):
         table.add_column(column, justify="left" if column == "figure" else "right")
     for row in rows:

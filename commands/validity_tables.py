@@ -7,9 +7,9 @@ from rich.table import Table
 
 from ragcourt.commands.output import console, print_table
 from ragcourt.metrics.agreement import ConfidenceInterval
-from ragcourt.runs.validity import REFERENCE_NOTES, KindValidity, ValidityRow
-from ragcourt.runs.validity_suite import SuiteReport
-from ragcourt.schema import MetricValue
+from ragcourt.schema import CheckKind, MetricValue
+from ragcourt.validity.measure import REFERENCE_NOTES, KindValidity, PairwiseJuryFit, ValidityRow
+from ragcourt.validity.suite import SuiteReport
 
 
 def figure(metric: MetricValue, interval: ConfidenceInterval | None = None) -> str:
@@ -56,7 +56,8 @@ def print_suite(report: SuiteReport) -> None:
                     ["aspect", "source", "rater", "n", "filled with the median", "Pearson", "Spearman"],
                     [[str(r.aspect), r.source, r.rater, str(r.n), str(r.n_filled), figure(r.pearson),
                       figure(r.spearman)] for r in report.meta_eval])
-    if report.thresholds:
+    thresholds = [t for t in report.thresholds if t.kind is not CheckKind.PAIRWISE]  # the jury's: print_jury_fit
+    if thresholds:
         print_table(Table(title=escape(f"learned thresholds (against {report.fit_reference}; yes when P(yes) >= "
                                        "threshold)")),
                     ["judge", "kind", "threshold", "objective", "in-sample", "cross-validated", "n", "positive",
@@ -65,4 +66,42 @@ def print_suite(report: SuiteReport) -> None:
                       "n/a" if t.in_sample is None else f"{t.in_sample:.3f}",
                       f"{t.cross_validated:.3f} ({t.folds}-fold)" if t.cross_validated is not None
                       else f"n/a ({t.cross_validated_na})", str(t.n), str(t.n_positive), str(t.n_without_probability)]
-                     for t in report.thresholds])
+                     for t in thresholds])
+    if report.jury_fit is not None:
+        print_jury_fit(report.jury_fit)
+    if report.profile_file is not None:
+        print_transfer(report)
+
+
+def print_transfer(report: SuiteReport) -> None:
+    """The applied profile on this set: its held-out figure where it was fit beside the figure here, and a
+    warning where the threshold does worse here than the judge's own labels."""
+    if not report.transfer:
+        console.print(escape(f"calibration profile (fit on {report.profile_file}): none of its thresholds' judges "
+                             "and kinds decided a labelled check of this set: transfer not measured"))
+        return
+    print_table(Table(title=escape(f"calibration profile fit on {report.profile_file}, measured on {report.file}")),
+                ["judge", "kind", "objective", "against", "cv where fit", "here, calibrated", "here, uncalibrated"],
+                [[r.judge_id, str(r.kind), str(r.objective), r.reference,
+                  "n/a" if r.profile_cv is None else f"{r.profile_cv:.3f}", figure(r.calibrated),
+                  figure(r.uncalibrated)] for r in report.transfer])
+    for row in report.transfer:
+        if row.worse:
+            console.print(escape(f"WARNING: {row.judge_id} {row.kind}: the profile's threshold gives "
+                                 f"{row.objective} {figure(row.calibrated)} on this set, below the uncalibrated "
+                                 f"judge's {figure(row.uncalibrated)}: the profile does not transfer here"),
+                          style="yellow")
+
+def print_jury_fit(fit: PairwiseJuryFit) -> None:
+    """The pairwise jury before (majority_tie) and after (mean_probability, its margin fit k-fold)."""
+    margin = fit.margin
+    print_table(Table(title=escape(f"pairwise jury: majority_tie vs mean_probability (tie margin "
+                                   f"{margin.threshold:.3f} on P_B - P_A, fit on {margin.labels} by "
+                                   f"{margin.objective}; after = {margin.folds}-fold held-out labels)")),
+                ["reference", "human Tie", "kappa before", "kappa after (cv)", "jury Tie before", "after"],
+                [[reference, str(fit.n_human_tie[reference]), figure(before.kappa), figure(after.kappa),
+                  str(before.n_tie), str(after.n_tie)]
+                 for reference in fit.n_human_tie
+                 for before, after in [[r for r in fit.rows if r.reference == reference]]])
+    console.print(escape(f"Pearson of the jury's label (A -1, Tie 0, B +1) with the annotators' mean score: before "
+                         f"{figure(fit.pearson_before)}, after (cv) {figure(fit.pearson_after)}"))

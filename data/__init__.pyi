@@ -2,6 +2,7 @@
 
 from .formats import (
     DatasetFormat,
+    load_dataset,
     parse_column_map,
     read_dataset,
 )
@@ -22,7 +23,6 @@ from .loaders import (
     label_from_human_score,
     load_corpus,
     load_corpus_file,
-    load_dataset,
     load_hotpotqa,
     load_ragchecker_pairs,
     load_samples,

@@ -426,3 +426,11 @@ def _read_object(source: Any, format: DatasetFormat, mapping: Mapping[str, str],
 def _list_rows(rows: Sequence[Mapping[str, Any]]) -> Rows:
     for number, row in enumerate(rows, start=1):
         yield number, _given(row)
+
+
+def load_dataset(path: Path, limits: FieldLimits = DEFAULT_LIMITS, *, format: str = "auto",
+                 column_map: Mapping[str, str] | None = None) -> tuple[Sample, ...]:
+    """The samples of a dataset as the CLI takes it: a HotpotQA IRCoT file, JSONL / JSON / CSV, Parquet, a saved
+    Hugging Face dataset directory, a RAGAS EvaluationDataset file or a LangSmith export (the formats above,
+    `format` one of them, `column_map` our field -> the file's column)."""
+    return read_dataset(path, format=DatasetFormat(format), column_map=column_map, limits=limits).samples

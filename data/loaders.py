@@ -1101,16 +1101,6 @@ def is_hotpotqa(path: Path) -> bool:
     return b'"question_text"' in head and b'"contexts"' in head
 
 
-def load_dataset(path: Path, limits: FieldLimits = DEFAULT_LIMITS, *, format: str = "auto",
-                 column_map: Mapping[str, str] | None = None) -> tuple[Sample, ...]:
-    """The samples of a dataset as the CLI takes it: a HotpotQA IRCoT file, JSONL / JSON / CSV, Parquet, a saved
-    Hugging Face dataset directory, a RAGAS EvaluationDataset file or a LangSmith export (data.formats names
-    the formats, `format` one of them, `column_map` our field -> the file's column)."""
-    from ragcourt.data.formats import DatasetFormat, read_dataset  # formats reads rows with this module
-
-    return read_dataset(path, format=DatasetFormat(format), column_map=column_map, limits=limits).samples
-
-
 def load_corpus_file(path: Path) -> tuple[Chunk, ...]:
     """The corpus of a file as `ragcourt index` takes it: a HotpotQA file's paragraphs, or {id, title, text}."""
     return load_hotpotqa(path).corpus if is_hotpotqa(path) else load_corpus(path)

@@ -32,7 +32,7 @@ from ragcourt.nodes.scorer import score
 from ragcourt.nodes.state import EvalContext, SampleState
 
 NodeWrapper = Callable[[str, Any], Any]
-"""Given a node's name and function, the function run in its place (runs.telemetry: a span around it)."""
+"""Given a node's name and function, the function run in its place (observability.telemetry: a span around it)."""
 
 
 def build_sample_graph(

@@ -3,6 +3,8 @@
 - `judge`: what a judge is to the pipeline (`Judge`, `SampleJudge`).
 - `llm_judge`: the LLM judge (`LLMJudge`) and the output schemas it asks for.
 - `baseline`: the no-LLM judges (`BaselineJudge`, `BaselineRule`).
+- `features`, `learned`: the stacked offline judge's inputs and the judge applying a stored model
+  (`LearnedJudge`; fit by validity.stacking).
 - `combined_checks`: all alignment checks of a sample in one prompt (batching=per_sample).
 - `decision_tokens`: A/B/Tie probabilities from the logprobs of a pairwise decision token.
 - `decomposers`: sub-queries, elements and claims (`LLMDecomposer`, `SentenceDecomposer`).

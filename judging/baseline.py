@@ -92,15 +92,7 @@ class BaselineJudge:
         if self.rule is BaselineRule.LEXICAL:
             return overlap(subject, target)
         assert self._cached is not None
-        # The best single sentence, not the whole target: an element stated in the fifth chunk of a
-        # long context must not be diluted by (or cut off with) the other chunks.
-        windows = sentences(target) or [target]
-        vectors = np.asarray(self._cached([subject, *windows]), dtype=np.float64)
-        norms = np.linalg.norm(vectors, axis=1)
-        if norms[0] == 0:
-            return 0.0
-        cosines = vectors[1:] @ vectors[0] / np.maximum(norms[1:] * norms[0], 1e-12)
-        return float(cosines.max())
+        return best_sentence_cosine(self._cached, subject, target)
 
     def _decide(self, kind: CheckKind, check: Check) -> Verdict:
         common: dict[str, Any] = {"check_id": check.id, "judge_id": self.judge_id, "model_id": self.judge_id,
@@ -157,11 +149,25 @@ class BaselineJudge:
 
     def _answer_quality(self, answer: str, check: Check) -> float:
         if check.reference:
-            return _token_f1(answer, check.reference)
+            return content_f1(answer, check.reference)
         return overlap(check.question, answer)
 
 
-def _token_f1(prediction: str, reference: str) -> float:
+def best_sentence_cosine(embed: Embed, subject: str, target: str) -> float:
+    """The semantic rule's similarity: the MiniLM cosine of the subject with the best single sentence of the
+    target, not the whole target: an element stated in the fifth chunk of a long context must not be diluted by
+    (or cut off with) the other chunks. Shared with judging.features (the stacked judge's inputs)."""
+    windows = sentences(target) or [target]
+    vectors = np.asarray(embed([subject, *windows]), dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1)
+    if norms[0] == 0:
+        return 0.0
+    cosines = vectors[1:] @ vectors[0] / np.maximum(norms[1:] * norms[0], 1e-12)
+    return float(cosines.max())
+
+
+def content_f1(prediction: str, reference: str) -> float:
+    """Token F1 over content words (the lexical rule's dimension score)."""
     predicted, wanted = content_tokens(prediction), content_tokens(reference)
     common = len(predicted & wanted)
     if not common:

@@ -11,7 +11,7 @@ when no judge gave a scored verdict. Unscored verdicts are excluded and counted.
 everything.
 
 Weighted (`reconcile: weighted`): a binary check is decided by the posterior of the run's jury (Dawid-Skene,
-runs.jury_weights) instead of the vote: its label is the more probable one and its probabilities are the
+validity.jury_weights) instead of the vote: its label is the more probable one and its probabilities are the
 posterior. It escalates as the majority rule would (the judges disagree, split, or none scored) and also when
 the posterior of its label is below `escalate_below_posterior`; an even posterior is a split.
 """

@@ -16,7 +16,7 @@ the output schema and the method. Every completed response is cached (valid, inv
 off: at temperature 0 they are what the model says), errors never are. So a re-run repeats no HTTP
 call that already completed, including the first call of an interrupted repair.
 
-Tracing: when a run traces (llm.observer.CALL_OBSERVER, set by runs.telemetry), each structured call is one
+Tracing: when a run traces (CALL_OBSERVER below, set by observability.telemetry), each structured call is one
 span around the whole call, told its result; otherwise the hook costs one context-variable read.
 """
 
@@ -25,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -38,7 +40,6 @@ from ragcourt.llm import openai_wire
 from ragcourt.llm.cache import LLMCache, cache_key
 from ragcourt.llm.failures import cause_of
 from ragcourt.llm.limits import EndpointLimiter
-from ragcourt.llm.observer import CALL_OBSERVER
 from ragcourt.llm.reply import ModelReply, TokenLogprob, filtered_refusal, token_logprobs
 from ragcourt.llm.retry import (
     DEFAULT_RETRY,
@@ -207,6 +208,21 @@ def _with_json_mode_instruction(messages: list[BaseMessage], schema: type[BaseMo
         # Merge rather than add a second system message: some local chat templates allow only one.
         return [SystemMessage(content=f"{messages[0].content}\n\n{instruction}"), *messages[1:]]
     return [SystemMessage(content=instruction), *messages]
+
+
+class CallObserver(Protocol):
+    def llm_call(
+        self, client: LLMClient, schema: type[BaseModel]
+    ) -> AbstractContextManager[Callable[[StructuredResult[Any]], None]]:
+        """Entered for the whole call (repair and retries included); the callable it gives is handed the
+        call's result before it exits. An exception leaving the call passes through it."""
+        ...
+
+
+# A context variable: the observer set around one sample reaches every call made under it (LangGraph's node
+# tasks and asyncio.gather copy the context) and no other sample's. Unset (the default), a call pays one
+# `ContextVar.get` and nothing is imported.
+CALL_OBSERVER: ContextVar[CallObserver | None] = ContextVar("ragcourt_llm_call_observer", default=None)
 
 
 class LLMClient:

@@ -1,41 +1,16 @@
-"""A hook around every structured LLM call, for whoever traces a run (runs.telemetry sets it per sample).
-
-`CALL_OBSERVER` is a context variable, so the observer set around one sample reaches every call made under
-it (LangGraph's node tasks and asyncio.gather copy the context) and no other sample's. Unset (the default),
-a call pays one `ContextVar.get` and nothing is imported. `model_identity` reads a client's model id back
-into the provider, model name and server a trace names.
+"""What a trace of an LLM call names: `model_identity` reads a client's model id back into the provider, model
+name and server (GenAI semantic conventions). The hook around every call is llm.client.CALL_OBSERVER.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
-
-from pydantic import BaseModel
 
 from ragcourt.llm.spec import ModelSpec, Provider
 
-if TYPE_CHECKING:
-    from ragcourt.llm.client import LLMClient, StructuredResult
-
 # GenAI semantic conventions' provider names; llama.cpp in process has none registered.
 PROVIDER_NAMES = {Provider.OPENAI: "openai", Provider.LOCAL: "llama.cpp"}
-
-
-class CallObserver(Protocol):
-    def llm_call(
-        self, client: LLMClient, schema: type[BaseModel]
-    ) -> AbstractContextManager[Callable[[StructuredResult[Any]], None]]:
-        """Entered for the whole call (repair and retries included); the callable it gives is handed the
-        call's result before it exits. An exception leaving the call passes through it."""
-        ...
-
-
-CALL_OBSERVER: ContextVar[CallObserver | None] = ContextVar("ragcourt_llm_call_observer", default=None)
 
 
 @dataclass(frozen=True)

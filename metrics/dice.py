@@ -62,6 +62,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ragcourt.schema import Label, MetricValue
+from ragcourt.schema.config import PairwiseJury
 
 DEFAULT_K = 32.0
 INITIAL_RATING = 1500.0
@@ -193,6 +194,34 @@ def hard_score(probabilities: DecisionProbabilities) -> MetricValue:
     winners = [label for label, v in p.items() if v == best]
     value = {Label.A: 1.0, Label.B: 0.0}.get(winners[0], 0.5) if len(winners) == 1 else 0.5
     return MetricValue(name="hard_score_a", value=value, n=1)
+
+
+def jury_label(probabilities: DecisionProbabilities, rule: PairwiseJury = PairwiseJury.MAJORITY_TIE,
+               tie_margin: float = 0.0) -> Label | None:
+    """The jury's A/B/Tie from its mean probabilities (schema.config.PairwiseJury); None when it has none.
+    Without logprobs the mean is of one-hot votes (the vote shares), so two judges saying A and Tie give
+    (0.5, 0, 0.5): Tie under majority_tie, A under mean_probability with a margin below 0.5."""
+    if probabilities.na_reason:
+        return None
+    p = {label: probabilities.of(label) or 0.0 for label in _DECISIONS}
+    if rule is PairwiseJury.MAJORITY_TIE:
+        best = max(p.values())
+        winners = [label for label, v in p.items() if v == best]
+        return winners[0] if len(winners) == 1 else Label.TIE
+    lead = p[Label.B] - p[Label.A]
+    if abs(lead) <= tie_margin or p[Label.TIE] > max(p[Label.A], p[Label.B]):
+        return Label.TIE
+    return Label.B if lead > 0 else Label.A
+
+
+_HARD = {Label.A: 1.0, Label.B: 0.0, Label.TIE: 0.5}
+
+
+def hard_score_of(label: Label | None, probabilities: DecisionProbabilities) -> MetricValue:
+    """A's hard score from the jury's label (jury_label): 1 for A, 0 for B, 0.5 for Tie."""
+    if label is None:
+        return MetricValue(name="hard_score_a", value=None, na_reason=probabilities.na_reason or "no jury label")
+    return MetricValue(name="hard_score_a", value=_HARD[label], n=1)
 
 
 def soft_score(probabilities: DecisionProbabilities) -> MetricValue:

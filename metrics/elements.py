@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import NamedTuple
 
 from ragcourt.metrics.values import MetricName, not_available
@@ -196,9 +197,24 @@ def needs_loose(coverage: float | None, threshold: float = LOOSE_COVERAGE_THRESH
     return coverage is not None and coverage < threshold
 
 
+class RetrievalResult(StrEnum):
+    """The seed's per-question `result_label` (step 3): where the question's elements were found.
+
+    documents_doubtful when an element was in neither the normal nor the loose retrieval (文档侧存疑: a
+    suspicion, never proof); retrieval_gap when the loose run found one the normal run missed; retrieved when
+    the normal context held every element; undecided when an element is missing from the normal context with no
+    loose verdict (coverage at or above the threshold, loose retrieval unavailable, unscored or split).
+    """
+
+    RETRIEVED = "retrieved"
+    RETRIEVAL_GAP = "retrieval_gap"
+    DOCUMENTS_DOUBTFUL = "documents_doubtful"
+    UNDECIDED = "undecided"
+
+
 @dataclass(frozen=True)
 class SampleElements:
-    """The seed's per-question record (element texts), plus coverage.
+    """The seed's per-question record (element texts, result_label), plus coverage.
 
     covered_elements: in the normal context; newly_covered_in_loose: not in the normal context but
     in the loose one; uncovered_in_loose: in neither (the loose run happened); answered: in the answer;
@@ -214,6 +230,17 @@ class SampleElements:
     coverage: MetricValue
     answer_coverage: MetricValue
     judges_split: tuple[str, ...] = ()
+
+    def result_label(self, n_elements: int) -> RetrievalResult:
+        """The seed's label of the question from its lists (`n_elements`: the question's elements, so that an
+        element on none of the lists leaves the label undecided unless a doubt or a gap already settles it)."""
+        if self.uncovered_in_loose:
+            return RetrievalResult.DOCUMENTS_DOUBTFUL
+        if self.newly_covered_in_loose:
+            return RetrievalResult.RETRIEVAL_GAP
+        if n_elements and len(self.covered_elements) == n_elements:
+            return RetrievalResult.RETRIEVED
+        return RetrievalResult.UNDECIDED
 
 
 def sample_elements(outcomes: Sequence[ElementOutcome]) -> SampleElements:

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ragcourt.metrics.agreement import balanced_accuracy, cohens_kappa
+from ragcourt.metrics.dice import DecisionProbabilities, jury_label
 from ragcourt.metrics.values import not_available
-from ragcourt.schema import MetricValue
+from ragcourt.schema import Label, MetricValue
 from ragcourt.schema.calibration import ThresholdObjective
+from ragcourt.schema.config import PairwiseJury
 
 _OBJECTIVES: dict[ThresholdObjective, Callable[[Sequence[bool], Sequence[bool]], MetricValue]] = {
     ThresholdObjective.BALANCED_ACCURACY: balanced_accuracy,
@@ -30,7 +33,7 @@ _OBJECTIVES: dict[ThresholdObjective, Callable[[Sequence[bool], Sequence[bool]],
 _EDGE = 1e-6  # how far outside the scores the all-yes / all-no candidates lie
 
 
-def objective_value(objective: ThresholdObjective, decided: Sequence[bool], truth: Sequence[bool]) -> MetricValue:
+def objective_value(objective: ThresholdObjective, decided: Sequence[Any], truth: Sequence[Any]) -> MetricValue:
     return _OBJECTIVES[objective](decided, truth)
 
 
@@ -68,12 +71,13 @@ def fit_threshold(scores: Sequence[float], truth: Sequence[bool], objective: Thr
     return ThresholdFit(threshold=best[2], value=best_value)
 
 
-def stratified_folds(truth: Sequence[bool], k: int, seed: int) -> list[list[int]]:
-    """k disjoint folds of item indices, each class dealt round-robin after a seeded shuffle."""
+def stratified_folds(truth: Sequence[Any], k: int, seed: int) -> list[list[int]]:
+    """k disjoint folds of item indices, each class dealt round-robin after a seeded shuffle (classes in
+    descending order: yes before no, as the binary folds always were)."""
     rng = np.random.default_rng(seed)
     folds: list[list[int]] = [[] for _ in range(k)]
     dealt = 0
-    for cls in (True, False):
+    for cls in sorted(set(truth), reverse=True):
         members = [i for i, t in enumerate(truth) if t is cls]
         for i in rng.permutation(len(members)):
             folds[dealt % k].append(members[int(i)])
@@ -102,3 +106,55 @@ def cross_validated(scores: Sequence[float], truth: Sequence[bool], objective: T
             decided[i] = scores[i] >= fit.threshold
     value = objective_value(objective, [bool(d) for d in decided], truth)
     return value.model_copy(update={"name": name})
+
+
+# --------------------------------------------------------------------------- the pairwise jury's tie margin
+
+
+def margin_labels(probabilities: Sequence[DecisionProbabilities], margin: float) -> list[Label | None]:
+    return [jury_label(p, PairwiseJury.MEAN_PROBABILITY, margin) for p in probabilities]
+
+
+def fit_tie_margin(probabilities: Sequence[DecisionProbabilities], truth: Sequence[Label],
+                   objective: ThresholdObjective) -> ThresholdFit:
+    """The tie margin on P_B - P_A maximising `objective` of the mean_probability jury's labels against `truth`
+    (A/B/Tie). Candidates: 0 (only an exact balance ties) and the midpoints between consecutive distinct |P_B -
+    P_A|, and one above the largest (everything Tie); among equally good margins the smallest wins (0 is the
+    rule without a learned margin). `threshold` of the fit is the margin."""
+    if len(probabilities) != len(truth):
+        raise ValueError(f"probabilities and labels differ in length: {len(probabilities)} vs {len(truth)}")
+    leads = [abs(p.p_b - p.p_a) for p in probabilities if p.p_a is not None and p.p_b is not None]
+    if not leads:
+        raise ValueError("a tie margin needs at least one labelled item with the jury's probabilities")
+    distinct = sorted(set(leads))
+    margins = [0.0, *((a + b) / 2 for a, b in zip(distinct, distinct[1:], strict=False)), distinct[-1] + _EDGE]
+    best: tuple[float, float] | None = None  # (value, -margin)
+    best_value: MetricValue | None = None
+    for margin in margins:
+        value = objective_value(objective, margin_labels(probabilities, margin), truth)
+        if value.value is not None and (best is None or (value.value, -margin) > best):
+            best, best_value = (value.value, -margin), value
+    if best is None or best_value is None:
+        return ThresholdFit(threshold=0.0, value=objective_value(objective, margin_labels(probabilities, 0.0), truth))
+    return ThresholdFit(threshold=-best[1], value=best_value)
+
+
+def cross_validated_margin_labels(probabilities: Sequence[DecisionProbabilities], truth: Sequence[Label],
+                                  objective: ThresholdObjective, *, k: int = 5,
+                                  seed: int = 0) -> list[Label | None] | str:
+    """The held-out labels of the mean_probability jury: each fold labelled with the margin fit on the other
+    folds (stratified by the human label). A reason instead when a label present has fewer than k items."""
+    if k < 2:
+        raise ValueError(f"cross-validation needs k >= 2 folds, got {k}")
+    counts = {label: sum(1 for t in truth if t is label) for label in set(truth)}
+    if not counts or min(counts.values()) < k:
+        return (f"{k}-fold cross-validation needs at least {k} items of each label, got "
+                + ", ".join(f"{label} {n}" for label, n in sorted(counts.items())))
+    decided: list[Label | None] = [None] * len(truth)
+    for fold in stratified_folds(truth, k, seed):
+        held = set(fold)
+        train = [i for i in range(len(truth)) if i not in held]
+        fit = fit_tie_margin([probabilities[i] for i in train], [truth[i] for i in train], objective)
+        for i in fold:
+            decided[i] = jury_label(probabilities[i], PairwiseJury.MEAN_PROBABILITY, fit.threshold)
+    return decided

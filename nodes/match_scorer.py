@@ -7,8 +7,10 @@ Tie. A judge with an unscored order gives no decision for the question (never a 
 single order (seed 001's protocol) the one judged order, put into A's frame, is the judge's decision.
 
 The jury's A/B/Tie probabilities: the mean of the judges' logprob probabilities (each averaged over both
-orders) when every deciding judge has them; otherwise the jury's vote shares. `DecisionProbabilities.source`
-says which. A's question score: hard (argmax) or soft (P_A + P_Tie/2). Questions without any decision are
+orders) when every deciding judge has them; otherwise the jury's vote shares (the mean of one-hot votes: the
+baselines give no pairwise probabilities). `DecisionProbabilities.source` says which. A's question score: hard
+(the jury's label by the context's PairwiseJury rule and tie margin, metrics.dice.jury_label) or soft
+(P_A + P_Tie/2, which no margin changes). Questions without any decision are
 left out of the match result and counted.
 """
 
@@ -23,7 +25,8 @@ from ragcourt.metrics.dice import (
     DecisionProbabilities,
     MatchResult,
     ProbabilitySource,
-    hard_score,
+    hard_score_of,
+    jury_label,
     soft_score,
     vote_probabilities,
 )
@@ -37,6 +40,7 @@ from ragcourt.nodes.tournament_state import (
     ScoreScheme,
 )
 from ragcourt.schema import Label, Verdict
+from ragcourt.schema.config import PairwiseJury
 
 _SWAP = {Label.A: Label.B, Label.B: Label.A, Label.TIE: Label.TIE}
 _SURE_TIE = {Label.A: 0.0, Label.B: 0.0, Label.TIE: 1.0}
@@ -117,11 +121,12 @@ def jury_probabilities(decisions: Sequence[JudgeDecision]) -> DecisionProbabilit
 
 def question_outcome(
     question_id: str, pair: PairChecks, verdicts: Mapping[str, Verdict], judge_ids: Sequence[str],
-    scheme: ScoreScheme,
+    scheme: ScoreScheme, jury: PairwiseJury = PairwiseJury.MAJORITY_TIE, tie_margin: float = 0.0,
 ) -> QuestionOutcome:
     decisions = tuple(_decision(j, pair, verdicts) for j in judge_ids)
     probabilities = jury_probabilities(decisions)
-    score = (hard_score if scheme is ScoreScheme.HARD else soft_score)(probabilities)
+    score = (hard_score_of(jury_label(probabilities, jury, tie_margin), probabilities) if scheme is ScoreScheme.HARD
+             else soft_score(probabilities))
     return QuestionOutcome(question_id=question_id, check_ids=tuple(c.id for c in pair.judged()), decisions=decisions,
                            probabilities=probabilities, score_a=score.value, na_reason=score.na_reason)
 
@@ -131,7 +136,7 @@ async def score_match(state: MatchState, runtime: Runtime[MatchContext]) -> Matc
     judge_ids = [*(j.judge_id for j in ctx.judges), *(m.judge_id for m in ctx.metric_judges)]
     verdicts = state.get("verdicts", {})
     outcomes = tuple(
-        question_outcome(question_id, pair, verdicts, judge_ids, ctx.scheme)
+        question_outcome(question_id, pair, verdicts, judge_ids, ctx.scheme, ctx.jury, ctx.tie_margin)
         for question_id, pair in state.get("checks", {}).items()
     )
     scored = [o.score_a for o in outcomes if o.score_a is not None]

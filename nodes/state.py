@@ -89,6 +89,6 @@ class EvalContext:
     collection: str | None = None
     splits_in_flight: SplitsInFlight = field(default_factory=dict)  # see decomposers.frozen_split
     confidence_probe: ConfidenceProbe | None = None  # CUE-R: asked when the system reports no confidence
-    # reconcile: weighted: check id -> the jury's Dawid-Skene posterior (runs.jury_weights), set for the run's
+    # reconcile: weighted: check id -> the jury's Dawid-Skene posterior (validity.jury_weights), set for the run's
     # final step and for re-scores; empty on the first pass, which the majority rule decides
     posteriors: Mapping[str, Mapping[Label, float]] = field(default_factory=dict)

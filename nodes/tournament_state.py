@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from ragcourt.judging import Judge
 from ragcourt.metrics.dice import DecisionProbabilities, MatchResult
 from ragcourt.schema import Check, Label, Sample, Verdict
-from ragcourt.schema.config import ThresholdJudgeSpec
+from ragcourt.schema.config import PairwiseJury, ThresholdJudgeSpec
 from ragcourt.stores.records import RecordStore
 
 
@@ -117,6 +117,8 @@ class MatchContext:
     orders: OrderProtocol = OrderProtocol.BOTH
     order_seed: int = 0  # draws the shown order per question under OrderProtocol.SINGLE
     metric_judges: Sequence[ThresholdJudgeSpec] = ()  # scalar baselines judging beside the jury, no calls
+    jury: PairwiseJury = PairwiseJury.MAJORITY_TIE  # how the hard score's label comes from the jury
+    tie_margin: float = 0.0  # mean_probability's margin on P_B - P_A (a calibration profile's)
     concurrency: int = 8
     calls: JudgeCallCount = field(default_factory=JudgeCallCount)
     _semaphore: asyncio.Semaphore | None = None

@@ -58,7 +58,6 @@ class PromptId(StrEnum):
     RUBRIC_QUALITY = "rubric_quality"
     PAIRWISE = "pairwise"
     ANSWER_WITH_CONTEXT = "answer_with_context"
-    ANSWER_CLOSED_BOOK = "answer_closed_book"
     PROBE_CONFIDENCE = "probe_confidence"  # CUE-R: a confidence for a system that reports none
     GENERATE_QUESTION = "generate_question"
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ragcourt.metrics.elements import sample_elements
 from ragcourt.report.data import CheckView, ReportData, check_views
 from ragcourt.report.sections import NamedTable, Section, metric_frame
 from ragcourt.stores.records import RecordStore
@@ -50,6 +51,27 @@ def element_frame(data: ReportData) -> pd.DataFrame:
          for d in data.diagnostics for e in d.elements],
         columns=columns,
     )
+
+
+def element_question_frame(data: ReportData) -> pd.DataFrame:
+    """Seed 003's per-question record (step 3), one row per question with elements: result_label and the element
+    texts covered in the normal context, newly covered in the loose one and still uncovered after it (lists as
+    JSON text, so CSV and Parquet hold the same), with the answer side and the split elements beside them."""
+    columns = ["sample_id", "result_label", "covered_elements", "newly_covered_in_loose", "uncovered_in_loose",
+               "answered", "judges_split", "element_coverage", "element_answer_coverage"]
+    rows = []
+    for d in data.diagnostics:
+        if not d.elements:
+            continue
+        record = sample_elements(d.elements)
+        rows.append({
+            "sample_id": d.sample_id, "result_label": str(record.result_label(len(d.elements))),
+            **{name: json.dumps(list(getattr(record, name)), ensure_ascii=False)
+               for name in ("covered_elements", "newly_covered_in_loose", "uncovered_in_loose", "answered",
+                            "judges_split")},
+            "element_coverage": record.coverage.value, "element_answer_coverage": record.answer_coverage.value,
+        })
+    return pd.DataFrame(rows, columns=columns)
 
 
 VERDICT_COLUMNS = {
@@ -128,6 +150,8 @@ def _whole_run_tables(data: ReportData, sections: Sequence[Section]) -> list[Nam
         NamedTable("judges", "Judges", judge_frame(data)),
         NamedTable("samples", "Samples", sample_frame(data)),
         NamedTable("elements", "Elements", element_frame(data)),
+        NamedTable("element_questions", "Elements per question (seed 003's record: result_label and the element "
+                   "lists of the normal and the loose retrieval)", element_question_frame(data)),
     ]
     if data.jury is not None and data.jury.frame is not None:
         tables.append(NamedTable("jury", "Jury: estimated accuracy per judge and check kind", data.jury.frame))

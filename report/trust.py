@@ -1,7 +1,7 @@
 """How far a run's verdicts can be trusted, as the report shows it: what each judge is worth per check kind
-(the jury's Dawid-Skene estimates from the run's own verdicts and reviews, runs.jury_weights, the table
+(the jury's Dawid-Skene estimates from the run's own verdicts and reviews, validity.jury_weights, the table
 `ragcourt summary --jury` prints) and the calibration profile the run applied, with each threshold's
-held-out (cross-validated) figure (runs.validity_profile).
+held-out (cross-validated) figure (validity.profile).
 
 Both are read when the report is collected; neither asks a judge anything. Every text here reaches the page
 through the templates' autoescaping.
@@ -13,17 +13,17 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ragcourt.runs.jury_weights import (
+from ragcourt.schema.calibration import CalibrationProfile
+from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile
+from ragcourt.stores.records import RecordStore
+from ragcourt.validity.jury_weights import (
     changed_heading,
     changed_text,
     estimate_text,
     fit_jury,
     weighting_sentence,
 )
-from ragcourt.runs.validity_profile import load_profile, profile_tag
-from ragcourt.schema.calibration import CalibrationProfile
-from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile
-from ragcourt.stores.records import RecordStore
+from ragcourt.validity.profile import load_profile, profile_tag
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: report.data is read by the web desk too
     import pandas as pd

@@ -1,16 +1,12 @@
 """The public names of ragcourt.runs (see __init__.py)."""
 
 from .api import EvalResult, aevaluate, astream, evaluate, langchain_config, reference_system
-from .calibration import HumanLabel, KindCalibration, calibrate, load_labels, review_labels
 from .element_lists import export_lines, import_lines, read_lines, write_lines
-from .langsmith_feedback import LangSmithFeedback
-from .live import LiveCounts, LiveEvaluator, check_live_config, live_config
 from .models import ConfiguredAnswerer, Models, check_model_specs, eval_context
 from .ranking import RankingReport, RankSettings, place_against_baselines, rank_systems
 from .rerun import RerunResult, arerun_changed, plan_changes
-from .rescore import arescore_run, rescore_run
+from .rescore import arescore_run, aweigh_run, rescore_run
 from .runner import ResumePlan, RunLock, RunLockedError, Runner, RunPaths, SamplesChangedError
-from .telemetry import NO_TELEMETRY, Telemetry
 from .workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
 
 __all__ = [
@@ -18,13 +14,7 @@ __all__ = [
     "DEFAULT_HOME",
     "EvalResult",
     "HOTPOTQA_COLLECTION",
-    "HumanLabel",
-    "KindCalibration",
-    "LangSmithFeedback",
-    "LiveCounts",
-    "LiveEvaluator",
     "Models",
-    "NO_TELEMETRY",
     "RankSettings",
     "RankingReport",
     "RerunResult",
@@ -34,14 +24,12 @@ __all__ = [
     "RunPaths",
     "Runner",
     "SamplesChangedError",
-    "Telemetry",
     "Workspace",
     "aevaluate",
     "arerun_changed",
     "arescore_run",
+    "aweigh_run",
     "astream",
-    "calibrate",
-    "check_live_config",
     "check_model_specs",
     "derived_run_id",
     "eval_context",
@@ -49,14 +37,11 @@ __all__ = [
     "export_lines",
     "import_lines",
     "langchain_config",
-    "live_config",
-    "load_labels",
     "place_against_baselines",
     "plan_changes",
     "rank_systems",
     "read_lines",
     "reference_system",
     "rescore_run",
-    "review_labels",
     "write_lines",
 ]

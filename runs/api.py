@@ -20,11 +20,11 @@ import pandas as pd
 
 from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.data.formats import DatasetFormat, read_dataset
+from ragcourt.observability.telemetry import Telemetry
 from ragcourt.runs import background_loop
-from ragcourt.runs.jury_weights import aweigh_run
 from ragcourt.runs.models import ConfiguredAnswerer, Models, prepare_run
+from ragcourt.runs.rescore import aweigh_run
 from ragcourt.runs.runner import Runner
-from ragcourt.runs.telemetry import Telemetry
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, PathInput, Workspace, derived_run_id
 from ragcourt.schema import NORMAL, Sample, SampleDiagnostics, VerdictStatus
 from ragcourt.schema.config import EvalConfig, Reconcile
@@ -263,7 +263,7 @@ async def _stream(plan: _Plan) -> AsyncGenerator[SampleDiagnostics, None]:
             async for diagnostics in runner.astream(plan.samples, dataset=plan.label, system=context.system.name):
                 yield diagnostics
             if plan.config.reconcile is Reconcile.WEIGHTED:  # the final step: every sample again, decided by the
-                for diagnostics in await aweigh_run(runner, plan.samples):  # jury's estimates (runs.jury_weights)
+                for diagnostics in await aweigh_run(runner, plan.samples):  # jury's estimates (validity.jury_weights)
                     yield diagnostics
         finally:
             telemetry.shutdown()  # sends the spans still batched
@@ -306,9 +306,9 @@ async def astream(
     cannot answer raises ragcourt.llm.probe.EndpointUnavailableError (one line per endpoint: who calls it, the
     URL, the cause); a missing API key or local model file raises it even with `check_endpoints=False`, which
     skips the request for a server that rejects it. OpenTelemetry spans of the run go to
-    `config.telemetry.otlp_endpoint`, else $OTEL_EXPORTER_OTLP_ENDPOINT, when one is set (runs.telemetry).
+    `config.telemetry.otlp_endpoint`, else $OTEL_EXPORTER_OTLP_ENDPOINT, when one is set (observability.telemetry).
     With `reconcile: weighted`, every sample's diagnostics come again after the last one, decided by the jury's
-    estimates (runs.jury_weights): those are the run's figures.
+    estimates (validity.jury_weights): those are the run's figures.
     """
     plan = _plan(samples, system, retriever, chain, config, home, run_id, vectors, collection, dataset,
                  check_endpoints, DatasetFormat(dataset_format), column_map)

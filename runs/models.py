@@ -30,12 +30,12 @@ from ragcourt.llm.probe import (
 from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.nodes.state import EvalContext
-from ragcourt.runs.validity_profile import apply_profile, load_profile
 from ragcourt.schema.config import NO_LLM_MODELS, ConfigError, EvalConfig
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import ConfidenceProbe, ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
+from ragcourt.validity.profile import apply_profile, load_profile
 
 
 def _llm_specs(config: EvalConfig) -> list[tuple[str, str, str]]:

@@ -52,7 +52,7 @@ from ragcourt.nodes.tournament_state import (
     ScoreScheme,
 )
 from ragcourt.schema import NORMAL, MetricValue, RunInfo, Sample, content_id
-from ragcourt.schema.config import ThresholdJudgeSpec
+from ragcourt.schema.config import PairwiseJury, ThresholdJudgeSpec
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import RAGSystem
 
@@ -136,12 +136,16 @@ class RankSettings(BaseModel):
                                   "order with the A/B position drawn per question from `seed`")
     metric_judges: tuple[ThresholdJudgeSpec, ...] = Field(default=(), description="seed 001 4.2's threshold "
                                                            "baseline on answer-file columns, judging beside the jury")
+    jury: PairwiseJury = Field(default=PairwiseJury.MAJORITY_TIE, description="how the hard score's label "
+                               "comes from the jury's mean probabilities (schema.config.PairwiseJury)")
+    tie_margin: float = Field(default=0.0, ge=0.0, description="mean_probability's tie margin on P_B - P_A, "
+                              "learned into a calibration profile (`rank --calibration-profile`)")
 
     def run_config(self) -> dict:
         """The settings as the run records them; options added later appear only when set, so the run id of
         a ranking that does not use them stays what it was."""
         dump = self.model_dump(mode="json")
-        for name in ("orders", "metric_judges"):
+        for name in ("orders", "metric_judges", "jury", "tie_margin"):
             if getattr(self, name) == type(self).model_fields[name].default:
                 dump.pop(name)
         return dump
@@ -226,7 +230,8 @@ async def _play(
     """Run `schedule(match_fn)` in a worker thread; each match is the match graph on this event loop."""
     context = MatchContext(judges=judges, store=store, answer_sets=answer_sets, questions=questions, run_id=run_id,
                            scheme=settings.scheme, orders=settings.orders, order_seed=settings.seed,
-                           metric_judges=settings.metric_judges, concurrency=settings.concurrency)
+                           metric_judges=settings.metric_judges, concurrency=settings.concurrency,
+                           jury=settings.jury, tie_margin=settings.tie_margin)
     graph = build_match_graph()
     loop = asyncio.get_running_loop()
     played: dict[tuple[str, str], tuple[QuestionOutcome, ...]] = {}

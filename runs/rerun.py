@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragcourt.nodes.state import EvalContext
+from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.runs.element_lists import current_elements
 from ragcourt.runs.runner import CONFIG_FILE, DIAGNOSTICS_FILE, Runner
-from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus, content_id
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
@@ -149,7 +149,7 @@ async def arerun_changed(
     """Evaluate only the changed samples in a new run and copy the rest from the base run.
 
     `context` must be built from the base run's configuration (the CLI does so); runs_home/<run id> is
-    the new run directory; `telemetry`: where the re-evaluated samples' spans go (runs.telemetry).
+    the new run directory; `telemetry`: where the re-evaluated samples' spans go (observability.telemetry).
     """
     store = context.store
     base = store.get_run(base_run_id)

@@ -2,7 +2,7 @@
 
 The per-sample graph is replayed with the run's stored configuration: retrievals, answers, decompositions
 and verdicts come back from the store, reconciliation picks up the latest reviews (a `reconcile: weighted`
-run estimates its jury again first, the reviews clamped: runs.jury_weights), and the scorer writes
+run estimates its jury again first, the reviews clamped: validity.jury_weights), and the scorer writes
 fresh diagnostics. A replay system refuses any call, and replay judges and decomposer give back only what
 was stored, so nothing can silently reach a model.
 """
@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ragcourt.judging.decomposers import Decomposer, Split
 from ragcourt.nodes.state import EvalContext
-from ragcourt.runs.jury_weights import fit_jury
 from ragcourt.runs.models import Models, eval_context
 from ragcourt.runs.runner import Runner
 from ragcourt.schema import (
@@ -35,6 +34,7 @@ from ragcourt.schema import (
 from ragcourt.schema.config import EvalConfig, Reconcile
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ConditionUnavailable, Generation
+from ragcourt.validity.jury_weights import fit_jury
 
 
 @dataclass
@@ -105,3 +105,12 @@ async def arescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[S
 
 def rescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[SampleDiagnostics]:
     return asyncio.run(arescore_run(store, run_id, run_dir))
+
+
+async def aweigh_run(runner: Runner, samples: Sequence[Sample]) -> list[SampleDiagnostics]:
+    """The final step of a weighted run: fit the jury, then evaluate the samples again from the store with the
+    posteriors in the context. Returns the re-decided diagnostics (in order of completion)."""
+    store = runner.context.store
+    weights = await asyncio.to_thread(fit_jury, store, runner.run_id, runner.context.config)
+    runner.context.posteriors = weights.posteriors
+    return [d async for d in runner.astream(samples, rescore=True)]

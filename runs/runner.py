@@ -7,7 +7,7 @@ answer every call that already succeeded. A finished sample that holds work unsc
 again from its stored work, so only that work is asked again. Diagnostics also append to
 `diagnostics.jsonl` in the run directory as they arrive, so `tail -f` (or `ragcourt watch`) follows a run.
 
-With a Telemetry (runs.telemetry) the run, each sample, graph node and LLM call is an OpenTelemetry span.
+With a Telemetry (observability.telemetry) the run, each sample, graph node and LLM call is an OpenTelemetry span.
 
 A run's figures are those of the samples it evaluated: given samples of the same ids but other contents
 (an edited dataset), the runner refuses (`SamplesChangedError`, naming them) before it writes anything.
@@ -31,8 +31,8 @@ from langgraph.types import Command
 
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.nodes.state import EvalContext
+from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.runs.gc_policy import run_collection
-from ragcourt.runs.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.schema import (
     NORMAL,
     Decomposition,

@@ -22,6 +22,9 @@ from ragcourt.schema.enums import CheckKind
 from ragcourt.schema.records import Record, utcnow
 
 PROFILE_VERSION = 1
+# The rater whose pairwise "threshold" is the jury's tie margin on P_B - P_A, not a judge's cut on P(yes): the
+# judges give A/B/Tie, and the margin is the jury's (validity.calibration.JURY names the same rater).
+PAIRWISE_JURY = "jury"
 
 
 class ThresholdObjective(StrEnum):
@@ -35,7 +38,8 @@ class LearnedThreshold(Record):
     judge_id: str = Field(min_length=1)
     judge_model: str = Field(min_length=1, description="the judge's model or rule (lexical, semantic, a spec)")
     kind: CheckKind
-    threshold: float = Field(description="yes when P(yes) >= threshold")
+    threshold: float = Field(description="yes when P(yes) >= threshold; pairwise (the jury's): Tie when "
+                             "|P_B - P_A| <= threshold")
     objective: ThresholdObjective
     labels: str = Field(description="which human labels, e.g. 'wice strict (supported vs the rest)'")
     in_sample: float | None = Field(description="the objective on the items the threshold was fit on")
@@ -43,7 +47,7 @@ class LearnedThreshold(Record):
     cross_validated_na: str | None = Field(default=None, description="why there is no cross-validated figure")
     folds: int = Field(ge=2)
     n: int = Field(ge=1, description="labelled items with a probability from the judge")
-    n_positive: int = Field(ge=0)
+    n_positive: int = Field(ge=0, description="yes labels; pairwise: A or B (a preference, not Tie)")
     n_without_probability: int = Field(ge=0, description="labelled items left out: no probability (or verdict)")
 
     def describe(self) -> str:
@@ -51,7 +55,8 @@ class LearnedThreshold(Record):
         objective = str(self.objective).replace("_", " ")
         held_out = (f"cv {objective} {self.cross_validated:.2f}" if self.cross_validated is not None
                     else f"no cv {objective}: {self.cross_validated_na}")
-        return f"{self.judge_id} {self.kind} threshold {self.threshold:.2f} ({held_out}, n={self.n})"
+        cut = "tie margin on P_B - P_A" if self.kind is CheckKind.PAIRWISE else "threshold"
+        return f"{self.judge_id} {self.kind} {cut} {self.threshold:.2f} ({held_out}, n={self.n})"
 
 
 class CalibrationProfile(Record):
@@ -63,7 +68,12 @@ class CalibrationProfile(Record):
     thresholds: tuple[LearnedThreshold, ...] = Field(min_length=1)
 
     def of_judge(self, judge_id: str) -> dict[CheckKind, LearnedThreshold]:
-        return {t.kind: t for t in self.thresholds if t.judge_id == judge_id}
+        return {t.kind: t for t in self.thresholds if t.judge_id == judge_id and t.kind is not CheckKind.PAIRWISE}
+
+    def tie_margin(self) -> LearnedThreshold | None:
+        """The pairwise jury's tie margin (schema.config.PairwiseJury.MEAN_PROBABILITY), where one was learned."""
+        return next((t for t in self.thresholds if t.judge_id == PAIRWISE_JURY and t.kind is CheckKind.PAIRWISE),
+                    None)
 
     def save(self, path: Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")

@@ -35,11 +35,25 @@ class Reconcile(StrEnum):
     majority (the default): the majority label (judging.reconciliation).
     weighted: as the run's final step (and at every re-score), each judge's accuracy is estimated per check kind
     by Dawid-Skene from the run's own verdicts, with the reviews so far clamped, and each binary check is decided
-    by its posterior (runs.jury_weights); pairwise checks and scores stay as majority / mean decides them.
+    by its posterior (validity.jury_weights); pairwise checks and scores stay as majority / mean decides them.
     """
 
     MAJORITY = "majority"
     WEIGHTED = "weighted"
+
+
+class PairwiseJury(StrEnum):
+    """How the jury's A/B/Tie on a pairwise question comes from its judges (metrics.dice.jury_label).
+
+    majority_tie (the default, as rankings were always decided): the argmax of the mean (P_A, P_B, P_Tie), a
+    maximum shared by two labels being Tie, so two judges that differ (A and Tie, A and B) make a Tie.
+    mean_probability: the argmax of the same mean, with a tie margin on P_B - P_A: Tie when |P_B - P_A| <=
+    margin or P_Tie is the largest; else the side that leads (so A and Tie make A). The margin is learned from
+    human labels (`calibrate --suite ragchecker --fit-threshold`, saved in the calibration profile); 0 without one.
+    """
+
+    MAJORITY_TIE = "majority_tie"
+    MEAN_PROBABILITY = "mean_probability"
 
 
 class Method(StrEnum):
@@ -248,7 +262,7 @@ class PerturbationSpec(_Strict):
 
 
 class TelemetrySpec(_Strict):
-    """Where a run's OpenTelemetry spans go (runs.telemetry). Not part of a run's identity: the derived run id
+    """Where a run's OpenTelemetry spans go (observability.telemetry). Not part of a run's identity: the derived run id
     leaves it out, and an unset one is left out of the stored configuration."""
 
     otlp_endpoint: str | None = Field(
@@ -271,7 +285,7 @@ class EvalConfig(_Strict):
     bounds_generator: str | None = Field(
         default=None,
         description="'extractive' or a model spec that answers the closed_book and oracle conditions for a "
-        "precomputed system (prompts answer_closed_book / answer_with_context); unset: the CuBE bounds are missing",
+        "precomputed system (prompt answer_with_context; the closed book's shows no passage); unset: the CuBE bounds are missing",
     )
     confidence_probe: str | None = Field(
         default=None,
@@ -341,7 +355,7 @@ class EvalConfig(_Strict):
         default=None, min_length=1, exclude_if=lambda path: path is None,
         description="a calibration profile (JSON, `ragcourt calibrate --fit-threshold --save-profile`): on the "
         "kinds it has thresholds for, a judge's label is yes when its P(yes) >= the learned threshold "
-        "(runs.validity_profile); a path relative to the working directory",
+        "(validity.profile); a path relative to the working directory",
     )
     # Where the records go, not what is evaluated: never dumped, so it is in no run id, config.json or RunInfo
     # (a URL may hold a password). `--store` and $RAGCOURT_STORE take precedence (runs.workspace).

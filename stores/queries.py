@@ -92,7 +92,7 @@ class RecordQueries(RecordStoreBase):
         if not run.config.get("calibration_profile"):
             return ids
         # A judge the run's calibration profile calibrates stores its verdicts as `<judge>+cal-<profile tag>`
-        # (runs.validity_profile); the profile file is not the store's to read, so the tags are the run's own.
+        # (validity.profile); the profile file is not the store's to read, so the tags are the run's own.
         calibrated = []
         for judge in ids:
             prefix = f"{judge}+cal-"

@@ -133,7 +133,7 @@ class WorkQueue:
     def completed_since(self, run_id: str, after: int) -> list[tuple[int, str]]:
         """(completion number, sample id) of the tasks completed with a number above `after`, in order. Numbers
         are drawn as a completion is written, so one committing late can appear below the highest already
-        seen: a reader asks again from some way below it and skips what it has (runs.dask_engine)."""
+        seen: a reader asks again from some way below it and skips what it has (cluster.dask_engine)."""
         return [(int(seq), str(sample_id)) for seq, sample_id in self.store.query(
             "SELECT done_seq, sample_id FROM work_tasks WHERE run_id = ? AND state = 'done' AND done_seq > ? "
             "ORDER BY done_seq", (run_id, after))]

@@ -37,12 +37,10 @@ class LLMGenerator:
     name: str = "llm"
 
     async def generate(self, question: str, chunks: Sequence[Chunk]) -> Generation:
-        if chunks:
-            prompt = load_prompt(PromptId.ANSWER_WITH_CONTEXT)
-            text = prompt.render(question=untrusted(question, "QUESTION"), chunks=render_chunks(chunks))
-        else:
-            prompt = load_prompt(PromptId.ANSWER_CLOSED_BOOK)
-            text = prompt.render(question=untrusted(question, "QUESTION"))
+        # One prompt for every condition, the closed book's included (its passages read "(no context)"): seed 000
+        # builds the zero-score set "under the same prompt", and seed 004's control shows the question alone.
+        text = load_prompt(PromptId.ANSWER_WITH_CONTEXT).render(question=untrusted(question, "QUESTION"),
+                                                                chunks=render_chunks(chunks))
         result = await self.client.structured_call(
             [SystemMessage("You answer questions and report your evidence as JSON."), HumanMessage(text)],
             GroundedAnswer,

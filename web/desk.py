@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ragcourt.runs.review_budget import budget_order
 from ragcourt.schema import (
     NORMAL,
     SCORE_RANGE,
@@ -27,6 +26,7 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
+from ragcourt.validity.review_budget import budget_order
 
 
 class DecisionError(ValueError):
@@ -101,7 +101,7 @@ def queue_state(store: RecordStore, run_id: str, skipped: Collection[str]) -> Qu
 
 def next_item(store: RecordStore, run_id: str, skipped: Collection[str] = ()) -> DeskItem | None:
     """The pending escalation this session has not skipped whose decision can move the run's headline figures
-    most (runs.review_budget; ties in arrival order); None when there is none."""
+    most (validity.review_budget; ties in arrival order); None when there is none."""
     pending = budget_order(store, run_id, store.pending_escalations(run_id))
     escalated = sum(1 for r in store.get_reconciled(run_id) if r.escalated)
     open_items = [r for r in pending if r.check_id not in skipped]

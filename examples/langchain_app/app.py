@@ -128,7 +128,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     import ragcourt
-    from ragcourt.runs.live import LiveEvaluator, live_config
+    from ragcourt.live.evaluator import LiveEvaluator, live_config
     from ragcourt.schema.config import EvalConfig, JudgeSpec
 
     args = _arguments(argv)

@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 from ragcourt.cli import app
 from ragcourt.commands.output import console
 from ragcourt.data.loaders import DatasetError
-from ragcourt.runs.calibration import HumanLabel, load_labels
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import (
     NORMAL,
@@ -35,6 +34,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
+from ragcourt.validity.calibration import HumanLabel, load_labels
 
 
 def test_calibrate_on_the_ragchecker_pairs_prints_agreement_per_annotator_and_for_their_consensus(
@@ -325,7 +325,7 @@ def test_the_suite_on_wice_reports_auroc_against_sklearn_and_writes_json(tmp_pat
 
     from ragcourt.data.validity_sets import load_wice
     from ragcourt.judging import BaselineJudge, BaselineRule
-    from ragcourt.runs.validity import wice_checks
+    from ragcourt.validity.measure import wice_checks
 
     monkeypatch.setattr(console, "width", 300)
     source = SHARED / "wice/claim_dev_sample_60.jsonl"

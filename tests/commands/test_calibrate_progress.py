@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from ragcourt.cli import app
 from ragcourt.commands.output import console
 from ragcourt.judging import BaselineJudge, BaselineRule
-from ragcourt.runs.validity import Suite
-from ragcourt.runs.validity_suite import run_suite
 from ragcourt.stores.records import RecordStore
+from ragcourt.validity.measure import Suite
+from ragcourt.validity.suite import run_suite
 
 SHARED = Path("/work/shared/data")
 WICE = SHARED / "wice/claim_dev_sample_60.jsonl"

@@ -153,3 +153,34 @@ def test_rank_with_a_metric_judge_alone_ranks_by_score_s(tmp_path: Path) -> None
     bad = RUNNER.invoke(app, ["rank", str(hi), str(mid), "--metric-judge", "@0.1", "--home",
                               str(tmp_path / "home")])
     assert bad.exit_code != 0 and "COLUMN" in bad.output
+
+
+def _profile(path: Path, kind: str, judge_id: str) -> Path:
+    path.write_text(json.dumps({
+        "suite": "ragchecker", "data_file": "pairs.json", "data_sha256": "0" * 64,
+        "thresholds": [{"judge_id": judge_id, "judge_model": "lexical+semantic", "kind": kind, "threshold": 0.25,
+                        "objective": "kappa", "labels": "annotators' mean", "in_sample": 0.3,
+                        "cross_validated": 0.2, "folds": 5, "n": 40, "n_positive": 30, "n_without_probability": 0}],
+    }), encoding="utf-8")
+    return path
+
+
+def test_rank_with_a_profile_decides_by_its_tie_margin(tmp_path: Path) -> None:
+    # metric judge x prefers a (1 against 0), y ties (0.5 each): votes A and Tie, (0.5, 0, 0.5). majority_tie
+    # scores it 0.5; the profile's mean_probability with margin 0.25 < |P_B - P_A| = 0.5 gives a the question.
+    for name, x in (("a", 1.0), ("b", 0.0)):
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?", "answer": f"{name} says",
+                                                            "x": x, "y": 0.5}) + "\n", encoding="utf-8")
+    common = ["rank", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--metric-judge", "x", "--metric-judge",
+              "y", "--mode", "round_robin", "--bootstrap", "10", "--home", str(tmp_path / "home")]
+    plain = RUNNER.invoke(app, common)
+    margin = RUNNER.invoke(app, [*common, "--calibration-profile",
+                                 str(_profile(tmp_path / "p.json", "pairwise", "jury"))])
+    assert plain.exit_code == 0 and margin.exit_code == 0, margin.output
+    said = " ".join(margin.output.split())
+    assert "pairwise jury: jury pairwise tie margin on P_B - P_A 0.25 (cv kappa 0.20, n=40) from" in said
+    assert "pairwise jury" not in plain.output
+    assert re.search(r"run: (rank-\w+)", plain.output)[1] != re.search(r"run: (rank-\w+)", margin.output)[1]
+    refused = RUNNER.invoke(app, [*common, "--calibration-profile",
+                                  str(_profile(tmp_path / "q.json", "claim_supported", "lexical"))])
+    assert refused.exit_code != 0 and "has no pairwise tie margin" in " ".join(refused.output.split())

@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from ragcourt.cli import app
 from ragcourt.runs.api import evaluate
-from ragcourt.runs.review_budget import budget_order
 from ragcourt.schema import Chunk, Label, ReviewAction, Sample
 from ragcourt.schema.config import EvalConfig, JudgeSpec
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
+from ragcourt.validity.review_budget import budget_order
 
 RUN = "budget"
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ragcourt.data.formats import DatasetFormat, parse_column_map, read_dataset
-from ragcourt.data.loaders import DatasetError, ErrorPolicy, load_dataset
+from ragcourt.data.formats import DatasetFormat, load_dataset, parse_column_map, read_dataset
+from ragcourt.data.loaders import DatasetError, ErrorPolicy
 from ragcourt.schema import content_id
 
 ROWS = [

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
+from ragcourt.data.formats import load_dataset
 from ragcourt.data.loaders import (
     BundledDataset,
     DatasetError,
@@ -26,7 +27,6 @@ from ragcourt.data.loaders import (
     label_from_human_score,
     load_corpus,
     load_corpus_file,
-    load_dataset,
     load_hotpotqa,
     load_ragchecker_pairs,
     load_samples,

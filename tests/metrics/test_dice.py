@@ -25,6 +25,8 @@ from ragcourt.metrics.dice import (
     elo_update,
     expected_score,
     hard_score,
+    hard_score_of,
+    jury_label,
     position_bias_rate,
     refit_ratings,
     round_robin_schedule,
@@ -38,6 +40,7 @@ from ragcourt.metrics.dice import (
     vote_probabilities,
 )
 from ragcourt.schema import Label
+from ragcourt.schema.config import PairwiseJury
 
 # --------------------------------------------------------------------------- probabilities
 
@@ -487,3 +490,23 @@ def test_position_bias_rate_is_the_share_of_decided_pairs_flagged():
     assert (rate.value, rate.n) == (0.25, 12)
     assert position_bias_rate(0, 0).value is None
     assert position_bias_rate(0, 0).na_reason == "no pair decided in both orders"
+
+
+def test_the_pairwise_jury_rules_differ_where_two_judges_differ():
+    majority, mean = PairwiseJury.MAJORITY_TIE, PairwiseJury.MEAN_PROBABILITY
+    a_and_tie = vote_probabilities([Label.A, Label.TIE])  # (0.5, 0, 0.5)
+    a_and_b = vote_probabilities([Label.A, Label.B])  # (0.5, 0.5, 0)
+    assert jury_label(a_and_tie, majority) is Label.TIE  # a shared maximum is Tie
+    assert jury_label(a_and_tie, mean) is Label.A  # P_B - P_A = -0.5, outside margin 0, and P_Tie is not larger
+    assert jury_label(a_and_tie, mean, tie_margin=0.5) is Label.TIE  # |P_B - P_A| <= margin
+    assert jury_label(a_and_b, majority) is jury_label(a_and_b, mean) is Label.TIE  # no side leads
+    # mean logprob probabilities: Tie when it is the largest, whatever the margin
+    leaning = vote_probabilities([Label.B]).model_copy(update={"p_a": 0.1, "p_b": 0.3, "p_tie": 0.6})
+    assert jury_label(leaning, mean) is Label.TIE and jury_label(leaning, majority) is Label.TIE
+    # majority_tie is the hard score as it always was
+    for votes in ([Label.A], [Label.A, Label.TIE], [Label.A, Label.B], [Label.B, Label.B, Label.TIE]):
+        p = vote_probabilities(votes)
+        assert hard_score_of(jury_label(p, majority), p).value == hard_score(p).value
+    assert hard_score_of(jury_label(a_and_tie, mean), a_and_tie).value == 1.0
+    none = vote_probabilities([None])
+    assert jury_label(none, mean) is None and hard_score_of(None, none).na_reason == "no scored votes"

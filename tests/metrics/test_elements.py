@@ -8,6 +8,7 @@ from ragcourt.metrics.elements import (
     ANSWER_SIDE,
     CONTEXT_SIDE,
     SPLIT,
+    RetrievalResult,
     element_attribution,
     element_coverage,
     element_outcome,
@@ -70,6 +71,19 @@ def test_sample_fields_as_in_the_seed():
     assert summary.answered == ("在明细表中确认识别编号和消息内容",)
     assert summary.coverage.value == pytest.approx(0.5)  # 2 of 4 decided
     assert summary.coverage.n == 4 and summary.coverage.n_unscored == 1
+
+
+def test_the_seeds_result_label_of_a_question():
+    """Seed 003, step 3: an element in neither retrieval makes the question "documents doubtful" (its example:
+    one element covered, one uncovered in the loose run); the loose run finding one is a retrieval gap."""
+    outcomes = _outcomes()
+    assert sample_elements(outcomes).result_label(len(outcomes)) is RetrievalResult.DOCUMENTS_DOUBTFUL
+    element = Element(id="e", text="x", index=0)
+    found_loose = [element_outcome(element, F, T, F)]
+    assert sample_elements(found_loose).result_label(1) is RetrievalResult.RETRIEVAL_GAP
+    assert sample_elements([element_outcome(element, T, U, F)]).result_label(1) is RetrievalResult.RETRIEVED
+    no_loose_run = [element_outcome(element, T, U, T), element_outcome(Element(id="f", text="y", index=1), F, U, F)]
+    assert sample_elements(no_loose_run).result_label(2) is RetrievalResult.UNDECIDED
 
 
 def test_coverage_edge_cases():

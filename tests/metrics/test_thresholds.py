@@ -3,7 +3,16 @@ accuracy or kappa, and the cross-validated figure of a learned cut on held-out i
 
 import pytest
 
-from ragcourt.metrics.thresholds import candidates, cross_validated, fit_threshold, stratified_folds
+from ragcourt.metrics.dice import DecisionProbabilities, ProbabilitySource
+from ragcourt.metrics.thresholds import (
+    candidates,
+    cross_validated,
+    cross_validated_margin_labels,
+    fit_threshold,
+    fit_tie_margin,
+    stratified_folds,
+)
+from ragcourt.schema import Label
 from ragcourt.schema.calibration import ThresholdObjective
 
 BA = ThresholdObjective.BALANCED_ACCURACY
@@ -67,3 +76,33 @@ def test_cross_validation_of_scores_that_carry_no_signal_is_about_chance():
     in_sample = fit_threshold(scores, truth, BA).value.value
     assert value.value is not None and in_sample is not None
     assert abs(value.value - 0.5) < 0.08 and value.value < in_sample  # in-sample is optimistic
+
+
+# --------------------------------------------------------------------------- the pairwise jury's tie margin
+
+
+def _p(p_a: float, p_b: float, p_tie: float) -> DecisionProbabilities:
+    return DecisionProbabilities(p_a=p_a, p_b=p_b, p_tie=p_tie, source=ProbabilitySource.VOTES)
+
+
+def test_the_tie_margin_is_the_smallest_best_cut_on_p_b_minus_p_a():
+    # |P_B - P_A|: 1, 0.5, 0.5, 0.2, 0. Humans: A, Tie, Tie, Tie, Tie. Candidates 0, 0.1, 0.35, 0.75, 1+.
+    # margin 0: A, A, B, B, Tie (1 of 5 right); 0.35: A, A, B, Tie, Tie; 0.75: A, Tie, Tie, Tie, Tie (all right);
+    # above 1 every pair is Tie (kappa n/a: the jury gives one label). Kappa 1 at 0.75 only.
+    probabilities = [_p(1, 0, 0), _p(0.5, 0, 0.5), _p(0, 0.5, 0.5), _p(0.3, 0.5, 0.2), _p(0.5, 0.5, 0)]
+    truth = [Label.A, Label.TIE, Label.TIE, Label.TIE, Label.TIE]
+    fit = fit_tie_margin(probabilities, truth, ThresholdObjective.KAPPA)
+    assert fit.threshold == pytest.approx(0.75) and fit.value.value == pytest.approx(1.0)
+    # when margin 0 is already as good, it stays (the rule without a learned margin)
+    assert fit_tie_margin(probabilities[:1], truth[:1], BA).threshold == 0.0
+
+
+def test_the_cross_validated_margin_labels_each_fold_with_a_margin_fit_without_it():
+    # 4 A pairs at |lead| 1 and 4 Tie pairs at 0.5 (one judge A, one Tie): every training fold learns a margin
+    # between 0.5 and 1, so every held-out pair is labelled as the humans did
+    probabilities = [_p(1, 0, 0)] * 4 + [_p(0.5, 0, 0.5)] * 4
+    truth = [Label.A] * 4 + [Label.TIE] * 4
+    assert cross_validated_margin_labels(probabilities, truth, BA, k=2) == truth
+    # fewer items of a label than folds: a reason, no figure
+    reason = cross_validated_margin_labels(probabilities[:5], truth[:5], BA, k=2)
+    assert reason == "2-fold cross-validation needs at least 2 items of each label, got A 4, Tie 1"

@@ -83,7 +83,6 @@ def test_declared_variables_of_the_briefed_prompts() -> None:
         PromptId.DIMENSION_SCORE_ONLY: ("dimension", "rubric", "question", "source", "answer"),
         PromptId.PAIRWISE: ("question", "evidence", "reference", "answer_a", "answer_b"),
         PromptId.ANSWER_WITH_CONTEXT: ("question", "chunks"),
-        PromptId.ANSWER_CLOSED_BOOK: ("question",),
         PromptId.PROBE_CONFIDENCE: ("question", "chunks", "answer"),
         PromptId.GENERATE_QUESTION: ("document",),
         PromptId.RUBRIC_RELEVANCE: (),

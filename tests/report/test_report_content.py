@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html import unescape
 
@@ -129,6 +130,10 @@ def test_exports_every_table_as_csv_and_parquet(tmp_path):
         ["yes", "ann <b>", "no", PAYLOAD]
     verdicts = pd.read_csv(tmp_path / "out" / "verdicts.csv")
     assert sorted(verdicts["judge"]) == ["gpt", "lexical"] and verdicts["prompt_tokens"].sum() == 120
+    # seed 003's per-question record (issue 35, item 5): e1 was missed by the normal retrieval, found by the loose one
+    (record,) = pd.read_parquet(tmp_path / "out" / "element_questions.parquet").to_dict("records")
+    assert (record["result_label"], json.loads(record["newly_covered_in_loose"]),
+            json.loads(record["covered_elements"])) == ("retrieval_gap", [f"E {PAYLOAD}"], [])
 
 
 def test_cube_and_cuer_sections_show_their_table_or_say_why_not(tmp_path):

@@ -22,8 +22,6 @@ from ragcourt.report.data import collect
 from ragcourt.report.export import export_tables, report_tables
 from ragcourt.report.html import render_report
 from ragcourt.report.sections import method_sections
-from ragcourt.runs.jury_weights import estimate_text, fit_jury
-from ragcourt.runs.validity_profile import profile_tag
 from ragcourt.schema import (
     NORMAL,
     Check,
@@ -39,6 +37,8 @@ from ragcourt.schema import (
 from ragcourt.schema.calibration import CalibrationProfile, LearnedThreshold, ThresholdObjective
 from ragcourt.schema.config import Reconcile
 from ragcourt.stores.records import RecordStore
+from ragcourt.validity.jury_weights import estimate_text, fit_jury
+from ragcourt.validity.profile import profile_tag
 
 PAYLOAD = '<script>window.pwned=1</script>'
 OTHER = f"j2 {PAYLOAD}"  # a judge id is text from the configuration: escaped like the rest

@@ -12,7 +12,7 @@ import pytest
 from fixtures import REPO
 
 from ragcourt.analysis.gate import GateError
-from ragcourt.data.loaders import load_dataset
+from ragcourt.data.formats import load_dataset
 from ragcourt.runs.runner import RunLock, RunPaths
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema.config import EvalConfig

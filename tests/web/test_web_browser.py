@@ -10,9 +10,9 @@ import pytest
 from web_support import PAYLOAD, RUN_ID, chromium, desk_server, free_port, make_payload_run, needs_chromium
 
 from ragcourt.report.html import write_report
-from ragcourt.runs.review_budget import budget_order
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Label, ReconcileMethod, ReviewAction
+from ragcourt.validity.review_budget import budget_order
 from ragcourt.web.app import DeskSettings
 
 pytestmark = needs_chromium
@@ -70,7 +70,7 @@ def test_desk_decides_with_the_keyboard_and_the_decision_persists(payload_home):
     workspace = Workspace(payload_home)
     store = workspace.open_store()
     settings = DeskSettings(home=payload_home, run_id=RUN_ID, port=free_port(), reviewer="ann")
-    # The desk asks first what can move the headline figures most (runs.review_budget), not in arrival order.
+    # The desk asks first what can move the headline figures most (validity.review_budget), not in arrival order.
     pending_before = [r.check_id for r in budget_order(store, RUN_ID, store.pending_escalations(RUN_ID))]
     assert len(pending_before) >= 3
     try:

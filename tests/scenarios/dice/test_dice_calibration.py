@@ -6,16 +6,6 @@ import math
 
 import pytest
 
-from ragcourt.runs.calibration import (
-    CONSENSUS,
-    JURY,
-    CalibrationItem,
-    calibrate,
-    calibrate_kind,
-    items_from_store,
-    jury_label,
-    review_labels,
-)
 from ragcourt.schema import (
     NORMAL,
     Check,
@@ -27,6 +17,16 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
+from ragcourt.validity.calibration import (
+    CONSENSUS,
+    JURY,
+    CalibrationItem,
+    calibrate,
+    calibrate_kind,
+    items_from_store,
+    jury_label,
+    review_labels,
+)
 
 A, B, T = Label.A, Label.B, Label.TIE
 HUMAN = {"h1": [A, B, T, B], "h2": [A, A, T, B]}

@@ -22,7 +22,7 @@ from fakes.openai_server import (
 )
 from live_helpers import example_app, example_store, first_context_sentence, judge_builders
 
-from ragcourt.runs.live import LiveEvaluator, live_config
+from ragcourt.live.evaluator import LiveEvaluator, live_config
 from ragcourt.schema import SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import JudgeSpec
 

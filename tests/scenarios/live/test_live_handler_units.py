@@ -13,7 +13,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda, RunnableParallel, RunnablePassthrough
 
-from ragcourt.runs.live import LiveEvaluator, check_live_config, live_config
+from ragcourt.live.evaluator import LiveEvaluator, check_live_config, live_config
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 
@@ -145,12 +145,12 @@ def test_both_workers_evaluate_the_same_and_account_for_each_request(tmp_path, w
 def test_the_next_model_call_of_the_app_is_when_the_worker_process_takes_up_a_finished_request(
         tmp_path, monkeypatch) -> None:
     """A finished request waits in the app's process and wakes nobody; the app's next chat model call half a second
-    later sends it and rings the worker's bell (runs.live_process.HandOff): the evaluation runs while the app waits
+    later sends it and rings the worker's bell (live.process.HandOff): the evaluation runs while the app waits
     on its model."""
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_core.output_parsers import StrOutputParser
 
-    from ragcourt.runs import live_process
+    from ragcourt.live import process as live_process
 
     monkeypatch.setattr(live_process, "INTAKE_POLL_S", 3600.0)  # no timer: only the model call
     model = FakeListChatModel(responses=["The warranty lasts two years."] * 2)
@@ -171,7 +171,7 @@ def test_the_next_model_call_of_the_app_is_when_the_worker_process_takes_up_a_fi
 
 
 def test_a_worker_process_cannot_take_objects_of_this_process(tmp_path) -> None:
-    from ragcourt.runs.telemetry import Telemetry
+    from ragcourt.observability.telemetry import Telemetry
 
     with pytest.raises(ValueError, match="worker='process' cannot take a Telemetry"):
         LiveEvaluator(home=tmp_path, worker="process", telemetry=Telemetry.configured(None))

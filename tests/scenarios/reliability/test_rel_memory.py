@@ -29,7 +29,7 @@ from ragcourt.runs.models import Models
 from ragcourt.runs.runner import Runner
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import SampleDiagnostics
-from ragcourt.schema.config import EvalConfig
+from ragcourt.schema.config import EvalConfig, JudgeSpec
 
 MAX_GROWTH_MIB = 10.0
 
@@ -64,7 +64,7 @@ def test_the_cli_run_holds_no_finished_samples_diagnostics(tmp_path: Path) -> No
                 alive.append(sum(isinstance(o, SampleDiagnostics) and o.sample_id in ids for o in gc.get_objects()))
         return stream
 
-    config = EvalConfig(judges=[{"model": "lexical"}], concurrency=2)
+    config = EvalConfig(judges=(JudgeSpec(model="lexical"),), concurrency=2)
     workspace = Workspace(tmp_path / "home")
     summary = evaluate_and_print(workspace, config, lambda models: build_system(PRECOMPUTED, workspace, models, None),
                                  samples, "cli-memory", "generated", None, check_endpoints=False, engine=counted)

@@ -1,0 +1,260 @@
+"""One run of the validity suite: load a set, judge it with the configured judges, compute the figures
+(validity.measure), RAGChecker's meta-evaluation beside them when its baseline files are given
+(validity.meta_eval), and optionally learn thresholds (a calibration profile)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ragcourt.data.loaders import HumanAspect, load_ragchecker_pairs
+from ragcourt.data.validity_sets import load_hotpotqa_paragraphs, load_ragchecker_baseline, load_wice
+from ragcourt.judging import Judge
+from ragcourt.metrics.thresholds import objective_value
+from ragcourt.schema import Check, CheckKind, Label, MetricValue, Verdict, content_id
+from ragcourt.schema.calibration import CalibrationProfile, LearnedThreshold, ThresholdObjective
+from ragcourt.stores.records import RecordStore
+from ragcourt.validity.calibration import CONSENSUS, CalibrationItem, annotator_name, judge_ragchecker
+from ragcourt.validity.measure import (
+    ANNOTATORS_MEAN,
+    HOTPOTQA_SUPPORTING,
+    WICE_GRADE,
+    WICE_LENIENT,
+    WICE_STRICT,
+    KindValidity,
+    LabelledCheck,
+    PairwiseJuryFit,
+    Suite,
+    file_sha256,
+    fit_pairwise_jury,
+    hotpotqa_checks,
+    items_of,
+    judge_checks,
+    kind_validity,
+    raters_of,
+    wice_checks,
+)
+from ragcourt.validity.measure import fit_thresholds as fit_kind_thresholds
+from ragcourt.validity.meta_eval import MetaEvalRow, meta_eval
+from ragcourt.validity.profile import CalibratedJudge
+
+FIT_REFERENCES = {Suite.WICE: (WICE_STRICT, WICE_LENIENT), Suite.HOTPOTQA: (HOTPOTQA_SUPPORTING,)}
+# Told (done, total) as the suite judges: WiCE claims and HotpotQA questions every judge has decided, of all
+# taken; for the RAGChecker pairs the pairwise verdicts asked so far, total None (the match reuses stored
+# verdicts and judges identical answers once, so how many it asks is known only as it goes).
+SuiteProgress = Callable[[int, int | None], None]
+
+
+@dataclass
+class _CountedJudge:
+    """A pairwise judge that tells `progress` of every verdict it gives (the match graph asks one check a call)."""
+
+    inner: Judge
+    count: Callable[[int], None]
+
+    @property
+    def judge_id(self) -> str:
+        return self.inner.judge_id
+
+    async def judge(self, kind: CheckKind, checks: Sequence[Check]) -> list[Verdict]:
+        verdicts = await self.inner.judge(kind, checks)
+        self.count(len(verdicts))
+        return verdicts
+
+
+class TransferRow(BaseModel):
+    """A profile's threshold measured on another labelled set: its cross-validated figure on the data it was fit
+    on beside the objective on this set, with the threshold and with the judge's own labels."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    judge_id: str  # the uncalibrated judge; the calibrated one is `<judge>+cal-<tag>`
+    kind: CheckKind
+    objective: ThresholdObjective
+    reference: str  # the labels of this set the objective is taken against
+    profile_file: str
+    profile_cv: float | None
+    calibrated: MetricValue
+    uncalibrated: MetricValue
+
+    @property
+    def worse(self) -> bool:
+        """The threshold does worse here than the judge it calibrates: the profile does not transfer."""
+        return (self.calibrated.value is not None and self.uncalibrated.value is not None
+                and self.calibrated.value < self.uncalibrated.value)
+
+
+class SuiteReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suite: Suite
+    file: str
+    data_sha256: str
+    judges: tuple[str, ...]
+    n_items: int  # claims, questions or pairs taken from the file (after --limit)
+    n_in_file: int
+    kinds: tuple[KindValidity, ...]
+    meta_eval: tuple[MetaEvalRow, ...] = ()
+    baseline_files: tuple[str, ...] = ()
+    thresholds: tuple[LearnedThreshold, ...] = ()
+    fit_reference: str | None = None
+    jury_fit: PairwiseJuryFit | None = None  # RAGChecker with a fit: the jury's tie margin, before and after
+    transfer: tuple[TransferRow, ...] = ()  # the applied profile's thresholds measured on this set
+    profile_file: str | None = None  # the data the applied profile was fit on
+
+
+def transfer_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled: Sequence[LabelledCheck],
+                  verdicts: Mapping[tuple[str, str], Verdict], references: Sequence[str]) -> list[TransferRow]:
+    """Per calibrated judge and kind of the set: the objective with the profile's threshold and without it, on
+    the checks both labelled; against the threshold's own labels when this set has them, else its first."""
+    rows = []
+    for judge in judges:
+        if not isinstance(judge, CalibratedJudge):
+            continue
+        for kind, threshold in judge.thresholds.items():
+            reference = threshold.labels if threshold.labels in references else references[0]
+            decided = []
+            for entry in labelled:
+                truth = entry.labels.get(reference)
+                own, cal = (verdicts.get((entry.check.id, j)) for j in (judge.inner.judge_id, judge.judge_id))
+                if entry.check.kind is kind and truth is not None and own and cal and own.label and cal.label:
+                    decided.append((own.label is Label.YES, cal.label is Label.YES, truth is Label.YES))
+            if not decided:
+                continue
+            truths = [t for _, _, t in decided]
+            rows.append(TransferRow(
+                judge_id=judge.inner.judge_id, kind=kind, objective=threshold.objective, reference=reference,
+                profile_file=profile.data_file, profile_cv=threshold.cross_validated,
+                calibrated=objective_value(threshold.objective, [c for _, c, _ in decided], truths),
+                uncalibrated=objective_value(threshold.objective, [o for o, _, _ in decided], truths)))
+    return rows
+
+
+def _with_consensus(item: CalibrationItem) -> CalibrationItem:
+    given = set(item.human.values())
+    if len(item.human) < 2 or len(given) != 1:
+        return item
+    return CalibrationItem(item_id=item.item_id, kind=item.kind, human={**item.human, CONSENSUS: given.pop()},
+                           judges=item.judges, human_numbers=item.human_numbers, judge_numbers=item.judge_numbers)
+
+
+async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_models: Mapping[str, str],
+                    store: RecordStore, *, limit: int | None = None, baselines: Sequence[Path] = (),
+                    aspects: Sequence[HumanAspect] = (HumanAspect.OVERALL,), seed: int = 0, n_resamples: int = 1000,
+                    fit: ThresholdObjective | None = None, fit_on: str | None = None, folds: int = 5,
+                    concurrency: int = 8, progress: SuiteProgress | None = None,
+                    profile: CalibrationProfile | None = None) -> SuiteReport:
+    """The suite's figures for `judges` on the set in `path` (its first `limit` items). `fit` learns a
+    threshold per judge and binary kind against `fit_on` (a reference of the set: for WiCE strict or lenient;
+    default: the first). `progress` is told how far the judging is (SuiteProgress). `profile`: the calibration
+    profile `judges` apply (validity.profile), measured on this set against the judges' own labels (TransferRow)."""
+    if baselines and suite is not Suite.RAGCHECKER:
+        raise ValueError("baseline files are RAGChecker's meta-evaluation outputs: they go with --suite ragchecker")
+    judge_ids = [j.judge_id for j in judges]
+    options: dict[str, Any] = {"seed": seed, "n_resamples": n_resamples}
+    kinds: list[KindValidity] = []
+    meta_rows: list[MetaEvalRow] = []
+    fitted: list[LearnedThreshold] = []
+    reference: str | None = None
+    jury_fit: PairwiseJuryFit | None = None
+    transfer: list[TransferRow] = []
+    if suite is Suite.RAGCHECKER:
+        if fit is not None and len(judges) < 2:
+            raise ValueError("the RAGChecker pairs learn the pairwise jury's tie margin: give at least two judges")
+        pairs = load_ragchecker_pairs(path)
+        loaded = [load_ragchecker_baseline(b) for b in baselines]
+        taken = pairs[:limit] if limit else pairs
+        run_id = f"validity-{content_id([p.sample_id for p in taken], judge_ids)[:10]}"
+        asked = 0
+
+        def count(n: int) -> None:
+            nonlocal asked
+            asked += n
+            if progress is not None:
+                progress(asked, None)
+
+        counted = [_CountedJudge(j, count) for j in judges] if progress is not None else judges
+        by_aspect, outcomes = await judge_ragchecker(taken, counted, store, run_id, aspects)
+        annotators = sorted({annotator_name(i) for p in taken for i in range(len(p.annotations))})
+        ceiling = list(itertools.combinations(annotators, 2))
+        for aspect, items in by_aspect.items():
+            items = [_with_consensus(item) for item in items]
+            references = [*annotators, *([CONSENSUS] if len(annotators) > 1 else [])]
+            kinds.append(kind_validity(CheckKind.PAIRWISE, f"ragchecker {aspect}", items, judge_ids,
+                                       references=references, ceiling_pairs=ceiling, graded_references=annotators,
+                                       **options))
+        if fit is not None:  # on the first aspect asked (overall by default): one margin per profile
+            first = [_with_consensus(item) for item in by_aspect[aspects[0]]]
+            jury_fit = fit_pairwise_jury(first, [o.probabilities for o in outcomes],
+                                         {j: judge_models.get(j, j) for j in judge_ids},
+                                         [*annotators, *([CONSENSUS] if len(annotators) > 1 else [])], fit,
+                                         folds=folds, seed=seed)
+            fitted = [jury_fit.margin]
+            reference = f"ragchecker {aspects[0]}: {ANNOTATORS_MEAN}"
+        meta_rows = meta_eval(taken, by_aspect, raters_of(next(iter(by_aspect.values())), judge_ids), loaded)
+        n_items, n_in_file = len(taken), len(pairs)
+    else:
+        if suite is Suite.WICE:
+            claims = load_wice(path)
+            taken_claims = claims[:limit] if limit else claims
+            labelled = wice_checks(taken_claims)
+            n_items, n_in_file = len(taken_claims), len(claims)
+            references, graded = [WICE_STRICT, WICE_LENIENT], [WICE_GRADE]
+            title = "wice claims"
+        else:
+            questions = load_hotpotqa_paragraphs(path)
+            taken_questions = questions[:limit] if limit else questions
+            labelled = hotpotqa_checks(taken_questions)
+            n_items, n_in_file = len(taken_questions), len(questions)
+            references, graded = [HOTPOTQA_SUPPORTING], []
+            title = "hotpotqa paragraphs"
+        checks = [entry.check for entry in labelled]
+        n_samples, judged = len({c.sample_id for c in checks}), 0
+
+        def item_done() -> None:
+            nonlocal judged
+            judged += 1
+            if progress is not None:
+                progress(judged, n_samples)
+
+        if progress is not None:
+            progress(0, n_samples)
+        # A HotpotQA question is asked about each paragraph on its own (WiCE's claims have one evidence text
+        # already): one target per call is where an LLM's list of linked ids gives a P(yes).
+        # A calibrated judge's own labels too (its stored or cached verdicts): the transfer rows compare them.
+        own = [j.inner for j in judges if isinstance(j, CalibratedJudge)] if profile is not None else []
+        verdicts = await judge_checks(checks, [*judges, *own], concurrency=concurrency, on_item=item_done,
+                                      one_target_per_call=True)
+        if profile is not None:
+            transfer = transfer_rows(profile, judges, labelled, verdicts, references)
+        items = items_of(labelled, verdicts, judge_ids)
+        for kind in dict.fromkeys(item.kind for item in items):
+            of_kind = [item for item in items if item.kind is kind]
+            kinds.append(kind_validity(kind, title, of_kind, judge_ids, references=references,
+                                       graded_references=graded, **options))
+        if fit is not None:
+            allowed = FIT_REFERENCES[suite]
+            reference = fit_on or allowed[0]
+            if reference not in allowed:
+                raise ValueError(f"--fit-on must name one of {', '.join(allowed)}, got '{fit_on}'")
+            fitted = fit_kind_thresholds(items, {j: judge_models.get(j, j) for j in judge_ids}, reference, fit,
+                                         folds=folds, seed=seed)
+    return SuiteReport(suite=suite, file=str(path), data_sha256=file_sha256(path), judges=tuple(judge_ids),
+                       n_items=n_items, n_in_file=n_in_file, kinds=tuple(kinds), meta_eval=tuple(meta_rows),
+                       baseline_files=tuple(str(b) for b in baselines), thresholds=tuple(fitted),
+                       fit_reference=reference, jury_fit=jury_fit, transfer=tuple(transfer),
+                       profile_file=None if profile is None else profile.data_file)
+
+
+def profile_of(report: SuiteReport) -> CalibrationProfile:
+    """The calibration profile of a suite run's learned thresholds."""
+    if not report.thresholds:
+        raise ValueError("no threshold was learned: no judge gave probabilities on the labelled checks (an LLM "
+                         "judge gives them only where its endpoint returns logprobs with top alternatives)")
+    return CalibrationProfile(suite=str(report.suite), data_file=report.file, data_sha256=report.data_sha256,
+                              thresholds=report.thresholds)
