@@ -25,11 +25,19 @@ from ragcourt.data.loaders import (
     bundled,
     load_ragchecker_pairs,
 )
+from ragcourt.judging.baseline import Embed
+from ragcourt.judging.features import FeatureExtractor
 from ragcourt.runs.models import Models, check_model_specs
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import MetricValue, content_id
-from ragcourt.schema.calibration import ThresholdObjective
+from ragcourt.schema.calibration import (
+    STORED_LABELS,
+    CalibrationProfile,
+    LearnedThreshold,
+    ThresholdObjective,
+)
 from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec, load_config
+from ragcourt.schema.stacking import StackedModel
 from ragcourt.stores.records import RecordStore
 from ragcourt.validity.calibration import (
     CHECK_IDS_HINT,
@@ -43,10 +51,11 @@ from ragcourt.validity.calibration import (
     load_labels,
     review_labels,
 )
-from ragcourt.validity.measure import WICE_LENIENT, WICE_STRICT, Suite
+from ragcourt.validity.measure import WICE_LENIENT, WICE_STRICT, Suite, file_sha256
 from ragcourt.validity.profile import load_profile
-from ragcourt.validity.stacking import fit_suite_file
-from ragcourt.validity.suite import SuiteProgress, profile_of, run_suite
+from ragcourt.validity.review_fit import AGREED, fit_stored_thresholds, labelled_checks, labels_sha256
+from ragcourt.validity.stacking import fit_labelled, fit_suite_file
+from ragcourt.validity.suite import NO_THRESHOLD, SuiteProgress, run_suite
 
 
 def print_calibration(report: KindCalibration) -> None:
@@ -141,19 +150,21 @@ def calibrate_command(
     json_path: Annotated[Path | None, typer.Option("--json", help="with --suite: write the figures as JSON "
                                                                    "here")] = None,
     fit_threshold: Annotated[ThresholdObjective | None, typer.Option(
-        help="with --suite wice|hotpotqa: learn per judge and kind the P(yes) threshold maximising this against the "
+        help="with --suite wice|hotpotqa, or --run RUN (its review decisions, or --labels FILE, on its judges' "
+             "stored P(yes)): learn per judge and kind the P(yes) threshold maximising this against the "
              "labels; with --suite ragchecker (two judges or more): the pairwise jury's tie margin on P_B - P_A "
              "(for `rank --calibration-profile`); each with a k-fold cross-validated figure")] = None,
     fit_stacked: Annotated[bool, typer.Option(
-        help="with --suite wice|hotpotqa: fit the stacked offline judge (a logistic regression over the offline "
-             "judges' features) per binary kind, with k-fold cross-validated AUROC and kappa; needs scikit-learn "
-             "(the learn extra) and 30 labels of each class")] = False,
+        help="with --suite wice|hotpotqa, --run RUN or --labels FILE: fit the stacked offline judge (a logistic "
+             "regression over the offline judges' features) per binary kind, with k-fold cross-validated AUROC and "
+             "kappa; needs scikit-learn (the learn extra) and 30 labels of each class")] = False,
     fit_on: Annotated[str | None, typer.Option(help="with --fit-threshold or --fit-stacked on wice: 'strict' (default) or "
                                                     "'lenient' labels")] = None,
     folds: Annotated[int, typer.Option(help="cross-validation folds of --fit-threshold", min=2)] = 5,
-    save_profile: Annotated[Path | None, typer.Option(help="with --fit-threshold: save the thresholds as a "
-                                                           "calibration profile (JSON) for `ragcourt run "
-                                                           "--calibration-profile`")] = None,
+    save_profile: Annotated[Path | None, typer.Option(help="with --fit-threshold and/or --fit-stacked: save the "
+                                                           "thresholds and stacked models as a calibration profile "
+                                                           "(JSON) for `ragcourt run --calibration-profile` (the "
+                                                           "jury member `learned` applies its stacked models)")] = None,
     ragchecker: Annotated[bool, typer.Option(help="the worked example: RAGChecker human-labelled pairs")] = False,
     pairs: Annotated[Path | None, typer.Option(help="a RAGChecker pairs file (default: the bundled one)")] = None,
     labels: Annotated[Path | None, typer.Option(help="JSONL of {check_id, label | score, annotator?} for "
@@ -161,8 +172,9 @@ def calibrate_command(
                                                         "A/B/Tie (pairwise), score 0-10 (dimension_score); one "
                                                         "line per check and annotator. Check ids (and kinds): "
                                                         f"{CHECK_IDS_HINT}")] = None,
-    run_id: Annotated[str | None, typer.Option("--run", help="use the review decisions of this run (ignored "
-                                                             "with --labels); these cover only escalated checks, "
+    run_id: Annotated[str | None, typer.Option("--run", help="use the review decisions of this run (with "
+                                                             "--labels: the run whose judges --fit-threshold "
+                                                             "fits); these cover only escalated checks, "
                                                              "the ones the judges disagreed on, so they understate "
                                                              "agreement: label a random sample with --labels for "
                                                              "an unbiased estimate")] = None,
@@ -179,7 +191,8 @@ def calibrate_command(
     """Agreement of judges with human labels: accuracy, Cohen's / Fleiss' kappa, correlations, confusion.
 
     Labels for stored checks come from a file (--labels; check ids: the check_id column of decisions.csv from
-    `ragcourt report RUN --export DIR`) or from a run's review decisions (--run).
+    `ragcourt report RUN --export DIR`) or from a run's review decisions (--run); with --fit-threshold (and
+    --fit-stacked) they refit a calibration profile for later runs of the jury (--save-profile).
 
     The validity suite (--suite NAME --file PATH) measures any judge configuration against a public set in its
     published format: per check kind n, unscored, accuracy, balanced accuracy, Cohen's kappa, AUROC of P(yes)
@@ -187,17 +200,32 @@ def calibrate_command(
     annotators' own agreement as the ceiling; --fit-threshold learns thresholds, --save-profile keeps them.
     """
     if suite is not None:
-        _suite(suite, file, baseline_file or [], config_file, judge, logprobs, label, limit, json_path,
-               fit_threshold, fit_on, folds, save_profile, seed, bootstrap, home)
-        if fit_stacked:
-            assert file is not None  # _suite refused the suite without one
-            _stacked(suite, file, fit_on, limit, folds, seed)
+        if save_profile is not None and fit_threshold is None and not fit_stacked:
+            _fail("--save-profile saves what is learned: give --fit-threshold balanced_accuracy|kappa, "
+                  "--fit-stacked or both")
+        thresholds = _suite(suite, file, baseline_file or [], config_file, judge, logprobs, label, limit, json_path,
+                            fit_threshold, fit_on, folds, seed, bootstrap, home)
+        assert file is not None  # _suite refused the suite without one
+        stacked = _stacked(suite, file, fit_on, limit, folds, seed) if fit_stacked else []
+        if save_profile is not None and fit_threshold is not None and not thresholds:
+            _fail(NO_THRESHOLD)
+        if save_profile is not None:
+            _save(CalibrationProfile(suite=str(suite), data_file=str(file), data_sha256=file_sha256(file),
+                                     thresholds=thresholds, stacked=tuple(stacked)), save_profile)
         return
-    if file or baseline_file or config_file or json_path or fit_threshold or fit_stacked or save_profile:
-        _fail("--file, --baseline-file, --config, --json, --fit-threshold, --fit-stacked and --save-profile go with "
-              "--suite NAME")
+    if file or baseline_file or config_file or json_path:
+        _fail("--file, --baseline-file, --config and --json go with --suite NAME")
     if not (ragchecker or pairs) and labels is None and run_id is None:
         _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
+    refit = fit_threshold is not None or fit_stacked
+    if (refit or save_profile) and (ragchecker or pairs):
+        _fail("--fit-threshold, --fit-stacked and --save-profile go with --suite NAME, --run RUN or --labels FILE")
+    if save_profile is not None and not refit:
+        _fail("--save-profile saves what is learned: give --fit-threshold balanced_accuracy|kappa, --fit-stacked "
+              "or both")
+    if fit_threshold is not None and run_id is None:
+        _fail("--fit-threshold on stored labels needs --run RUN: the run whose judges' thresholds are learned (its "
+              "configuration names their models)")
     if label and not (ragchecker or pairs):
         _fail("--label chooses among the RAGChecker annotators' labels: it needs --ragchecker or --pairs FILE")
     workspace = Workspace(home)
@@ -254,12 +282,55 @@ def calibrate_command(
         if from_store and labels is None:
             assert run_id is not None
             print_review_caveat(store, run_id, human, reports)
+        if refit:
+            source = (str(labels) if labels is not None else f"review decisions of run {run_id}",
+                      file_sha256(labels) if labels is not None else labels_sha256(human))
+            _refit(store, human, run_id, judge, source, fit_threshold, fit_stacked, fit_on, folds, seed, save_profile)
     except ValueError as error:
         _fail(str(error))
     except OSError as error:  # a missing or unreadable labels file
         _fail(f"{error.filename}: {error.strerror}")
     finally:
         store.close()
+
+
+def _refit(store: RecordStore, human: list[HumanLabel], run_id: str | None, judge: list[str] | None,
+           source: tuple[str, str], objective: ThresholdObjective | None, fit_stacked: bool, fit_on: str | None,
+           folds: int, seed: int, save_profile: Path | None) -> None:
+    """Thresholds (and stacked models) fit on the labels of stored checks, printed, and saved as a profile."""
+    if fit_on is not None:
+        _fail("--fit-on chooses among WiCE's labels: it goes with --suite wice")
+    labelled = labelled_checks(store, human)
+    thresholds: list[LearnedThreshold] = []
+    if objective is not None:
+        assert run_id is not None  # refused before anything was read
+        run = store.get_run(run_id)
+        if run is None:
+            _fail(f"no run '{run_id}' in the store")
+        models = {spec.judge_id: spec.model for spec in EvalConfig.model_validate(run.config).judges
+                  if not judge or spec.judge_id in judge}
+        thresholds, refused = fit_stored_thresholds(store, labelled, models, objective, folds=folds, seed=seed)
+        for threshold in thresholds:
+            console.print(escape(f"learned: {threshold.describe()}"))
+        for reason in refused:
+            console.print(escape(reason))
+        if not thresholds:
+            console.print(escape(NO_THRESHOLD))
+    stacked: list[StackedModel] = []
+    if fit_stacked:
+        embed = _embedder()
+        try:
+            stacked, refused = fit_labelled(labelled, AGREED, FeatureExtractor(embed), data_sha256=source[1],
+                                            folds=folds, seed=seed)
+        except (ValueError, RuntimeError) as error:
+            _fail(str(error))
+        for model in stacked:
+            console.print(escape(f"{model.describe()} against the agreed labels of {source[0]}"))
+        for reason in refused:
+            console.print(escape(reason))
+    if save_profile is not None:
+        _save(CalibrationProfile(suite=STORED_LABELS, data_file=source[0], data_sha256=source[1],
+                                 thresholds=tuple(thresholds), stacked=tuple(stacked)), save_profile)
 
 
 _FIT_ON = {"strict": WICE_STRICT, "lenient": WICE_LENIENT}
@@ -279,12 +350,11 @@ def _told(tracker: Tracker) -> SuiteProgress:
 
 def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: Path | None, judge: list[str] | None,
            logprobs: bool, aspects: list[HumanAspect] | None, limit: int | None, json_path: Path | None,
-           objective: ThresholdObjective | None, fit_on: str | None, folds: int, save_profile: Path | None,
-           seed: int, bootstrap: int, home: Path) -> None:
+           objective: ThresholdObjective | None, fit_on: str | None, folds: int, seed: int, bootstrap: int,
+           home: Path) -> tuple[LearnedThreshold, ...]:
+    """Measure the judges on the set and print it; the thresholds learned (none without `objective`)."""
     if file is None:
         _fail(f"--suite {suite} needs --file PATH (the set in its published format)")
-    if save_profile is not None and objective is None:
-        _fail("--save-profile saves learned thresholds: give --fit-threshold balanced_accuracy|kappa")
     if fit_on is not None and (suite is not Suite.WICE or fit_on not in _FIT_ON):
         _fail("--fit-on is 'strict' or 'lenient', for --suite wice")
     if aspects and suite is not Suite.RAGCHECKER:
@@ -324,18 +394,20 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
     if json_path is not None:
         json_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         console.print(escape(f"figures written to {json_path}"))
-    if save_profile is not None:
-        try:
-            profile = profile_of(report)
-        except ValueError as error:
-            _fail(str(error))
-        profile.save(save_profile)
-        console.print(escape(f"calibration profile written to {save_profile}: apply it with `ragcourt run "
-                             f"--calibration-profile {save_profile}` or `calibration_profile:` in the config"))
+    return report.thresholds
 
 
-def _stacked(suite: Suite, file: Path, fit_on: str | None, limit: int | None, folds: int, seed: int) -> None:
-    """Fit and print the stacked judge of each binary kind of the set (validity.stacking), or why it is refused."""
+def _save(profile: CalibrationProfile, path: Path) -> None:
+    if not profile.thresholds and not profile.stacked:
+        _fail(f"nothing was learned, so no profile is written to {path}")
+    profile.save(path)
+    learned = " (`--judge learned` applies its stacked models)" if profile.stacked else ""
+    console.print(escape(f"calibration profile written to {path}: apply it with `ragcourt run "
+                         f"--calibration-profile {path}` or `calibration_profile:` in the config{learned}"))
+
+
+def _embedder() -> Embed:
+    """The stacked judge's sentence embedding (MiniLM, as a run's `learned` judge embeds)."""
     # Here, not at the top: stores.embeddings imports chromadb, which `ragcourt --help` should not load.
     from ragcourt.stores.embeddings import MiniLMEmbedding
 
@@ -344,8 +416,14 @@ def _stacked(suite: Suite, file: Path, fit_on: str | None, limit: int | None, fo
     def embed(texts: list[str]) -> np.ndarray:
         return np.asarray(embedding(texts), dtype=np.float32)
 
+    return embed
+
+
+def _stacked(suite: Suite, file: Path, fit_on: str | None, limit: int | None, folds: int,
+             seed: int) -> list[StackedModel]:
+    """Fit and print the stacked judge of each binary kind of the set (validity.stacking), or why it is refused."""
     try:
-        reference, fitted, refused = fit_suite_file(suite, file, embed, limit=limit, folds=folds,
+        reference, fitted, refused = fit_suite_file(suite, file, _embedder(), limit=limit, folds=folds,
                                                     seed=seed, reference=_FIT_ON[fit_on] if fit_on else None)
     except (ValueError, RuntimeError) as error:
         _fail(str(error))
@@ -354,6 +432,7 @@ def _stacked(suite: Suite, file: Path, fit_on: str | None, limit: int | None, fo
                              f"kappa {model.in_sample_kappa:.3f}; C {model.regularisation:g}"))
     for reason in refused:
         console.print(escape(reason))
+    return fitted
 
 
 def register(app: typer.Typer) -> None:

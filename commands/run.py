@@ -27,7 +27,9 @@ def run(
                                                  "dataset directory, a RAGAS or LangSmith export, or a HotpotQA "
                                                  "IRCoT file")],
     system: Annotated[str, typer.Option(help="'reference' (chromadb + answerer) or 'precomputed'")] = "reference",
-    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, learned (the stacked "
+                                                            "models of --calibration-profile), "
+                                                            "openai:MODEL\\[@URL]")] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML or TOML EvalConfig")] = None,
     method: Annotated[list[Method] | None, typer.Option(help="repeatable; default from config")] = None,
     collection: Annotated[str, typer.Option(help="chromadb collection of the reference system")] = HOTPOTQA_COLLECTION,

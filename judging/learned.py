@@ -17,6 +17,7 @@ import numpy as np
 from ragcourt.judging.baseline import Embed
 from ragcourt.judging.features import FEATURES, FEATURES_VERSION, FeatureExtractor
 from ragcourt.schema import Check, CheckKind, Label, UnscoredReason, Verdict, VerdictStatus
+from ragcourt.schema.config import BaselineModel
 from ragcourt.schema.stacking import StackedModel
 
 
@@ -59,17 +60,22 @@ class LearnedJudge:
     def judge_id(self) -> str:
         return self.name
 
+    @property
+    def model_id(self) -> str:
+        """`learned`, a rule's name: no LLM is called (a report prices none); the judge id tells models apart."""
+        return str(BaselineModel.LEARNED)
+
     async def judge(self, kind: CheckKind, checks: Sequence[Check]) -> list[Verdict]:
         model = self.models.get(kind)
         if model is None:
-            return [Verdict(check_id=c.id, judge_id=self.judge_id, model_id=self.judge_id,
+            return [Verdict(check_id=c.id, judge_id=self.judge_id, model_id=self.model_id,
                             status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.BEYOND_RULE,
                             detail=f"the stacked judge has no model for {kind}") for c in checks]
         p = probabilities_yes(model, self._features.matrix([(c.subject_text, c.target_text) for c in checks]))
         out = []
         for check, p_yes in zip(checks, p.tolist(), strict=True):
             label = Label.YES if p_yes >= 0.5 else Label.NO
-            out.append(Verdict(check_id=check.id, judge_id=self.judge_id, model_id=self.judge_id,
+            out.append(Verdict(check_id=check.id, judge_id=self.judge_id, model_id=self.model_id,
                                status=VerdictStatus.OK, label=label,
                                probabilities={Label.YES: p_yes, Label.NO: 1.0 - p_yes},
                                rationale=f"stacked P(yes) {p_yes:.2f}"))

@@ -23,7 +23,7 @@ from ragcourt.llm.client import LLMClient
 from ragcourt.llm.limits import EndpointLimiter
 from ragcourt.llm.local import LocalChatModel, bundled_model_path, local_model_file
 from ragcourt.llm.retry import DEFAULT_RETRY, RetryPolicy
-from ragcourt.llm.spec import BUNDLED_LOCAL_MODEL, ModelSpec, Provider
+from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -49,10 +49,10 @@ def api_key_for(spec: ModelSpec, api_key: str | None) -> str:
 
 
 def client_model_id(spec: ModelSpec) -> str:
-    """The model id stored with every verdict and in every cache key. The bare `local` spec names the
-    bundled file, so a different bundled model never reuses another's cached answers."""
-    if spec.provider is Provider.LOCAL and spec.model == BUNDLED_LOCAL_MODEL:
-        return f"{Provider.LOCAL.value}:{bundled_model_path().name}"
+    """The model id stored with every verdict and in every cache key. A bundled model's spec names its
+    file, so a different bundled model (or another version of one) never reuses another's cached answers."""
+    if spec.bundled is not None:
+        return f"{Provider.LOCAL.value}:{bundled_model_path(spec.bundled).name}"
     return spec.id
 
 
@@ -84,7 +84,7 @@ def build_chat_model(
     http_client: openai.DefaultAsyncHttpxClient | None = None,
 ) -> BaseChatModel:
     """A ChatOpenAI for the spec, without its own retries (llm.retry does those); for a local spec a
-    LocalChatModel (loaded with logits_all when logprobs are wanted; timeout_s does not apply)."""
+    LocalChatModel (timeout_s does not apply; logprobs, when wanted, are asked per call as for any model)."""
     if top_logprobs is not None and not logprobs:
         raise ValueError("top_logprobs needs logprobs=True")
     if spec.provider is Provider.LOCAL:
@@ -92,7 +92,6 @@ def build_chat_model(
             model_path=str(local_model_file(spec)),
             temperature=temperature,
             max_tokens=max_tokens or LOCAL_MAX_TOKENS,
-            logits_all=logprobs,
         )
     return ChatOpenAI(
         model=spec.model,

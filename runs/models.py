@@ -30,12 +30,12 @@ from ragcourt.llm.probe import (
 from ragcourt.llm.spec import ModelSpec, Provider
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.nodes.state import EvalContext
-from ragcourt.schema.config import NO_LLM_MODELS, ConfigError, EvalConfig
+from ragcourt.schema.config import NO_LLM_MODELS, BaselineModel, ConfigError, EvalConfig
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import ConfidenceProbe, ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
-from ragcourt.validity.profile import apply_profile, load_profile
+from ragcourt.validity.profile import apply_profile, learned_judge, load_profile
 
 
 def _llm_specs(config: EvalConfig) -> list[tuple[str, str, str]]:
@@ -58,6 +58,12 @@ def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
             ModelSpec.parse(text)
         except ValueError as error:
             raise ConfigError(f"{source}: invalid configuration key '{key}': {error}") from None
+    for i, judge in enumerate(config.judges):
+        if judge.model == BaselineModel.LEARNED and config.calibration_profile is None:
+            raise ConfigError(f"{source}: invalid configuration key 'judges.{i}.model': '{judge.model}' applies the "
+                              "stacked models of the run's calibration profile, and the run has none: set "
+                              "'calibration_profile' (or --calibration-profile P) to a profile saved by `ragcourt "
+                              "calibrate --suite wice|hotpotqa --file F --fit-stacked --save-profile P`")
     ids = [j.judge_id for j in config.judges]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{source}: invalid configuration key 'judges': judge ids must be unique, got {ids}; give "
@@ -136,8 +142,11 @@ class Models:
 
     def judges(self) -> list[Judge]:
         out: list[Judge] = []
-        for spec in self.config.judges:
-            if spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
+        profile = load_profile(self.config)
+        for index, spec in enumerate(self.config.judges):
+            if spec.model == BaselineModel.LEARNED:
+                out.append(learned_judge(self.config, index, profile, self.embed))
+            elif spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
                 out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed, name=spec.id))
             else:
                 client = self.client(spec.model, "judge", logprobs=spec.logprobs)
@@ -152,7 +161,6 @@ class Models:
         for judge in out:
             if isinstance(judge, LLMJudge):
                 self._check_judge_identity(judge)
-        profile = load_profile(self.config)
         return out if profile is None else apply_profile(out, self.config, profile)
 
     def _check_judge_identity(self, judge: LLMJudge) -> None:

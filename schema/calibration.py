@@ -6,6 +6,10 @@ yes exactly when its P(yes) >= the threshold.
 Each threshold keeps what it was learned from and how good it is: the objective, its value on the labelled
 items (in-sample, optimistic) and k-fold cross-validated (each fold decided by a threshold fit without it:
 the figure to expect on new items), the number of items, and the data file's content hash.
+
+A profile may also hold stacked models (schema.stacking, `calibrate --fit-stacked --save-profile`): the jury
+member `learned` applies them. A profile needs thresholds, stacked models or both; one saved before stacked
+models existed has no `stacked` key and reads as having none.
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from ragcourt.schema.config import ConfigError
 from ragcourt.schema.enums import CheckKind
 from ragcourt.schema.records import Record, utcnow
+from ragcourt.schema.stacking import StackedModel
 
 PROFILE_VERSION = 1
+# The `suite` of a profile fit on labels of stored checks (review decisions or a labels file: validity.review_fit)
+STORED_LABELS = "stored checks"
 # The rater whose pairwise "threshold" is the jury's tie margin on P_B - P_A, not a judge's cut on P(yes): the
 # judges give A/B/Tie, and the margin is the jury's (validity.calibration.JURY names the same rater).
 PAIRWISE_JURY = "jury"
@@ -65,7 +72,16 @@ class CalibrationProfile(Record):
     data_file: str
     data_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     created_at: datetime = Field(default_factory=utcnow)
-    thresholds: tuple[LearnedThreshold, ...] = Field(min_length=1)
+    thresholds: tuple[LearnedThreshold, ...] = ()
+    stacked: tuple[StackedModel, ...] = Field(default=(), description="the `learned` judge's models, one a kind")
+
+    @model_validator(mode="after")
+    def _holds_something(self) -> CalibrationProfile:
+        if not self.thresholds and not self.stacked:
+            raise ValueError("a profile holds thresholds, stacked models or both; this one holds neither")
+        if len({m.kind for m in self.stacked}) != len(self.stacked):
+            raise ValueError("stacked: a kind appears twice")
+        return self
 
     def of_judge(self, judge_id: str) -> dict[CheckKind, LearnedThreshold]:
         return {t.kind: t for t in self.thresholds if t.judge_id == judge_id and t.kind is not CheckKind.PAIRWISE}

@@ -138,10 +138,12 @@ class DistractorPolicy(StrEnum):
 
 class BaselineModel(StrEnum):
     """The built-in parts that call no LLM, named where a model spec would stand: judges (`lexical`,
-    `semantic`), the decomposer (`sentences`) and the reference answerer (`extractive`)."""
+    `semantic`, and `learned`, the stacked models of the run's calibration profile), the decomposer
+    (`sentences`) and the reference answerer (`extractive`)."""
 
     LEXICAL = "lexical"
     SEMANTIC = "semantic"
+    LEARNED = "learned"
     SENTENCES = "sentences"
     EXTRACTIVE = "extractive"
 

@@ -91,14 +91,15 @@ class RecordQueries(RecordStoreBase):
         assert run is not None  # its config named the judges
         if not run.config.get("calibration_profile"):
             return ids
-        # A judge the run's calibration profile calibrates stores its verdicts as `<judge>+cal-<profile tag>`
-        # (validity.profile); the profile file is not the store's to read, so the tags are the run's own.
+        # A judge the run's calibration profile calibrates stores its verdicts as `<judge>+cal-<profile tag>`, and
+        # a `learned` one as `<judge>+model-<tag of the profile's stacked models>` (validity.profile); the profile
+        # file is not the store's to read, so the tags are the run's own.
         calibrated = []
         for judge in ids:
-            prefix = f"{judge}+cal-"
-            sql = (f"SELECT DISTINCT judge_id FROM verdicts WHERE check_id IN (SELECT l.check_id FROM {_RUN_LINKS}) "
-                   "AND substr(judge_id, 1, ?) = ? ORDER BY 1")
-            calibrated += [str(found) for (found,) in self._select(sql, (run_id, len(prefix), prefix))]
+            for prefix in (f"{judge}+cal-", f"{judge}+model-"):
+                sql = (f"SELECT DISTINCT judge_id FROM verdicts WHERE check_id IN (SELECT l.check_id FROM "
+                       f"{_RUN_LINKS}) AND substr(judge_id, 1, ?) = ? ORDER BY 1")
+                calibrated += [str(found) for (found,) in self._select(sql, (run_id, len(prefix), prefix))]
         return ids + tuple(calibrated)
 
     def run_verdicts(self, run_id: str, check_ids: Sequence[str]) -> list[Verdict]:

@@ -251,10 +251,13 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
                        profile_file=None if profile is None else profile.data_file)
 
 
+NO_THRESHOLD = ("no threshold was learned: no judge gave probabilities on the labelled checks (an LLM judge gives "
+                "them only where its endpoint returns logprobs with top alternatives)")
+
+
 def profile_of(report: SuiteReport) -> CalibrationProfile:
     """The calibration profile of a suite run's learned thresholds."""
     if not report.thresholds:
-        raise ValueError("no threshold was learned: no judge gave probabilities on the labelled checks (an LLM "
-                         "judge gives them only where its endpoint returns logprobs with top alternatives)")
+        raise ValueError(NO_THRESHOLD)
     return CalibrationProfile(suite=str(report.suite), data_file=report.file, data_sha256=report.data_sha256,
                               thresholds=report.thresholds)

