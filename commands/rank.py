@@ -38,7 +38,14 @@ from ragcourt.runs.ranking import (
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import MetricValue, Sample
 from ragcourt.schema.calibration import CalibrationProfile, LearnedThreshold
-from ragcourt.schema.config import ConfigError, EvalConfig, JudgeSpec, PairwiseJury, ThresholdJudgeSpec
+from ragcourt.schema.config import (
+    BaselineModel,
+    ConfigError,
+    EvalConfig,
+    JudgeSpec,
+    PairwiseJury,
+    ThresholdJudgeSpec,
+)
 
 
 def load_references(path: Path, dataset_format: DatasetFormat = DatasetFormat.AUTO,
@@ -191,6 +198,10 @@ def rank(
         _fail("with --baselines give exactly one answer file: the new system")
     if baselines is None and len(systems) < 2:
         _fail("a tournament needs at least two answer files")
+    if BaselineModel.LEARNED in (judge or ()):
+        # its stacked models decide yes / no checks; every pairwise verdict of it would be unscored
+        _fail("--judge learned decides binary checks (claim_supported, subquery_in_chunk) only, not A / B / Tie: "
+              "rank with lexical, semantic or an LLM judge")
     try:
         answer_sets = [load_answer_set(path) for path in systems]
         refs = load_references(references, dataset_format, column_map) if references else None

@@ -81,16 +81,19 @@ def print_transfer(report: SuiteReport) -> None:
                              "and kinds decided a labelled check of this set: transfer not measured"))
         return
     print_table(Table(title=escape(f"calibration profile fit on {report.profile_file}, measured on {report.file}")),
-                ["judge", "kind", "objective", "against", "cv where fit", "here, calibrated", "here, uncalibrated"],
+                ["judge", "kind", "objective", "against", "cv where fit", "here, calibrated",
+                 "here, uncalibrated (or the offline judge named)"],
                 [[r.judge_id, str(r.kind), str(r.objective), r.reference,
                   "n/a" if r.profile_cv is None else f"{r.profile_cv:.3f}", figure(r.calibrated),
-                  figure(r.uncalibrated)] for r in report.transfer])
+                  figure(r.uncalibrated) + ("" if r.baseline is None else f" ({r.baseline})")]
+                 for r in report.transfer])
     for row in report.transfer:
         if row.worse:
-            console.print(escape(f"WARNING: {row.judge_id} {row.kind}: the profile's threshold gives "
-                                 f"{row.objective} {figure(row.calibrated)} on this set, below the uncalibrated "
-                                 f"judge's {figure(row.uncalibrated)}: the profile does not transfer here"),
-                          style="yellow")
+            what, against = (("the profile's threshold", "the uncalibrated judge's") if row.baseline is None else
+                             ("the profile's stacked model", f"the {row.baseline} judge's"))
+            console.print(escape(f"WARNING: {row.judge_id} {row.kind}: {what} gives {row.objective} "
+                                 f"{figure(row.calibrated)} on this set, below {against} "
+                                 f"{figure(row.uncalibrated)}: the profile does not transfer here"), style="yellow")
 
 def print_jury_fit(fit: PairwiseJuryFit) -> None:
     """The pairwise jury before (majority_tie) and after (mean_probability, its margin fit k-fold)."""

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ragcourt.data.loaders import HumanAspect, load_ragchecker_pairs
 from ragcourt.data.validity_sets import load_hotpotqa_paragraphs, load_ragchecker_baseline, load_wice
-from ragcourt.judging import Judge
+from ragcourt.judging import BaselineJudge, Judge
+from ragcourt.judging.learned import LearnedJudge
 from ragcourt.metrics.thresholds import objective_value
 from ragcourt.schema import Check, CheckKind, Label, MetricValue, Verdict, content_id
 from ragcourt.schema.calibration import CalibrationProfile, LearnedThreshold, ThresholdObjective
@@ -73,7 +74,7 @@ class TransferRow(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
-    judge_id: str  # the uncalibrated judge; the calibrated one is `<judge>+cal-<tag>`
+    judge_id: str  # the uncalibrated judge; the calibrated one is `<judge>+cal-<tag>`; or the learned judge
     kind: CheckKind
     objective: ThresholdObjective
     reference: str  # the labels of this set the objective is taken against
@@ -81,6 +82,9 @@ class TransferRow(BaseModel):
     profile_cv: float | None
     calibrated: MetricValue
     uncalibrated: MetricValue
+    # A stacked model has no uncalibrated self: it is measured against this offline judge of the same call
+    # (uncalibrated then holds that judge's figure on the same checks).
+    baseline: str | None = None
 
     @property
     def worse(self) -> bool:
@@ -112,7 +116,7 @@ def transfer_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled
                   verdicts: Mapping[tuple[str, str], Verdict], references: Sequence[str]) -> list[TransferRow]:
     """Per calibrated judge and kind of the set: the objective with the profile's threshold and without it, on
     the checks both labelled; against the threshold's own labels when this set has them, else its first."""
-    rows = []
+    rows = _stacked_rows(profile, judges, labelled, verdicts, references)
     for judge in judges:
         if not isinstance(judge, CalibratedJudge):
             continue
@@ -132,6 +136,33 @@ def transfer_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled
                 profile_file=profile.data_file, profile_cv=threshold.cross_validated,
                 calibrated=objective_value(threshold.objective, [c for _, c, _ in decided], truths),
                 uncalibrated=objective_value(threshold.objective, [o for o, _, _ in decided], truths)))
+    return rows
+
+
+def _stacked_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled: Sequence[LabelledCheck],
+                  verdicts: Mapping[tuple[str, str], Verdict], references: Sequence[str]) -> list[TransferRow]:
+    """Per stacked model of the learned judge and offline rule judge of the call: kappa here of both on the checks
+    both decided, beside the model's cross-validated kappa where it was fit."""
+    learned = [j for j in judges if isinstance(j, LearnedJudge)]
+    offline = [j for j in judges if isinstance(j, BaselineJudge)]
+    rows = []
+    for judge, model, base in itertools.product(learned, profile.stacked, offline):
+        reference = model.labels if model.labels in references else references[0]
+        decided = []
+        for entry in labelled:
+            truth = entry.labels.get(reference)
+            mine, theirs = (verdicts.get((entry.check.id, j.judge_id)) for j in (judge, base))
+            if entry.check.kind is model.kind and truth is not None and mine and theirs and mine.label and theirs.label:
+                decided.append((mine.label is Label.YES, theirs.label is Label.YES, truth is Label.YES))
+        if not decided:
+            continue
+        truths = [t for _, _, t in decided]
+        rows.append(TransferRow(
+            judge_id=judge.judge_id, kind=model.kind, objective=ThresholdObjective.KAPPA, reference=reference,
+            profile_file=profile.data_file, profile_cv=model.cross_validated_kappa,
+            calibrated=objective_value(ThresholdObjective.KAPPA, [m for m, _, _ in decided], truths),
+            uncalibrated=objective_value(ThresholdObjective.KAPPA, [b for _, b, _ in decided], truths),
+            baseline=base.judge_id))
     return rows
 
 

@@ -184,3 +184,13 @@ def test_rank_with_a_profile_decides_by_its_tie_margin(tmp_path: Path) -> None:
     refused = RUNNER.invoke(app, [*common, "--calibration-profile",
                                   str(_profile(tmp_path / "q.json", "claim_supported", "lexical"))])
     assert refused.exit_code != 0 and "has no pairwise tie margin" in " ".join(refused.output.split())
+
+
+def test_the_learned_judge_is_refused_by_rank(tmp_path: Path) -> None:
+    """It decides yes / no checks from a profile's stacked models; a tournament of it would be all unscored."""
+    contexts: dict[str, list[dict]] = {s.id: [] for s in SAMPLES[:2]}
+    one = write_answers(tmp_path / "one.jsonl", {s.id: "Ada." for s in SAMPLES[:2]}, contexts)
+    two = write_answers(tmp_path / "two.jsonl", {s.id: "Bob." for s in SAMPLES[:2]}, contexts)
+    result = RUNNER.invoke(app, ["rank", str(one), str(two), "--judge", "learned", "--home", str(tmp_path / "h")])
+    assert result.exit_code == 2
+    assert "--judge learned decides binary checks" in " ".join(result.output.split())

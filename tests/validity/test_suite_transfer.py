@@ -107,3 +107,38 @@ def test_the_jury_margin_is_scored_before_and_after_on_held_out_folds() -> None:
     means = [-1.5] * 4 + [0.0] * 4 + [1.0] * 4
     assert fit.pearson_before.value == pytest.approx(stats.pearsonr([-1] * 4 + [0] * 8, means)[0])
     assert fit.pearson_after.value == pytest.approx(stats.pearsonr([-1] * 8 + [1] * 4, means)[0])
+
+
+def _tag(i: int) -> str:
+    """A word of its own per row (letters only: a number would be a number mismatch), so no two checks are one."""
+    return "".join(chr(ord("b") + int(d)) for d in str(i))
+
+
+def test_a_stacked_profile_fit_on_one_distribution_warns_on_another(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33, item 3 for the stacked judge: fit where a claim is supported from an overlap of 0.75 (30 rows a
+    class), it says no to the overlap-0.5 claims a shifted set calls supported, where the lexical rule (yes from
+    0.5) gets every claim right: kappa below the lexical judge's, and the suite warns."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(console, "width", 400)
+    supported = ["Curie discovered radium in Paris.", "Curie discovered radium."]  # overlaps 1, 0.75
+    unsupported = ["Curie lived in Paris.", "Paris is large.", "Nothing here at all."]  # 0.5, 0.25, 0
+    fit_on = ([(f"{supported[i % 2]} Tag {_tag(i)}.", "supported") for i in range(30)]
+              + [(f"{unsupported[i % 3]} Tag {_tag(i)}.", "not_supported") for i in range(30)])
+    shifted = ([(f"Curie lived in Paris. Tag {_tag(i)}.", "supported") for i in range(4)]
+               + [(f"Paris is large. Tag {_tag(i)}.", "not_supported") for i in range(4)])
+    runner = CliRunner()
+    fitted = runner.invoke(app, ["calibrate", "--suite", "wice", "--file", str(_wice(tmp_path / "a.jsonl", fit_on, "a")),
+                                 "--judge", "lexical", "--fit-stacked", "--folds", "3", "--bootstrap", "20",
+                                 "--save-profile", "profile.json", "--home", "home"])
+    assert fitted.exit_code == 0, fitted.output
+    (model,) = CalibrationProfile.load(tmp_path / "profile.json").stacked
+    assert model.cross_validated_kappa is not None and model.cross_validated_kappa > 0.9  # separable where fit
+    Path("config.yaml").write_text("judges: [{model: learned}, {model: lexical}]\ncalibration_profile: profile.json\n")
+    measured = runner.invoke(app, ["calibrate", "--suite", "wice", "--config", "config.yaml", "--bootstrap", "20",
+                                   "--file", str(_wice(tmp_path / "b.jsonl", shifted, "b")), "--home", "home"])
+    assert measured.exit_code == 0, measured.output
+    said = " ".join(measured.output.split())
+    assert "(lexical)" in said  # the stacked row names the offline judge it is measured against
+    assert "the profile's stacked model gives kappa 0.000 on this set, below the lexical judge's 1.000" in said
+    assert "the profile does not transfer here" in said
