@@ -10,36 +10,20 @@ commands (`summary deferred-run`; `review inline-run` answering "y" to every che
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fixtures import FIXTURES
+from fakes.old_workspaces import means, review_everything_yes, summary_of, workspace_copy
 from typer.testing import CliRunner
 
-from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.cli import app
-from ragcourt.stores.records import RecordStore
 
 runner = CliRunner()
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    """A copy: resuming writes to the store and the checkpoints."""
-    return Path(shutil.copytree(FIXTURES / "pre_layout_workspace", tmp_path / "ws"))
-
-
-def summary_of(home: Path, run_id: str) -> RunSummary:
-    with RecordStore(home / "store.sqlite") as store:
-        return summarize(store, run_id)
-
-
-def means(summary: RunSummary) -> dict[str, float | None]:
-    return {row.name: None if row.mean is None else round(row.mean, 3) for row in summary.metrics}
+    return workspace_copy("pre_layout_workspace", tmp_path)
 
 
 def test_a_run_stored_before_the_move_opens_in_summary_and_report(home: Path) -> None:
@@ -67,16 +51,7 @@ def test_an_inline_review_paused_before_the_move_resumes_after_it(home: Path) ->
     before = summary_of(home, "inline-run")
     assert (before.n_samples, before.n_checks, before.n_pending) == (0, 24, 8)
 
-    # In a process of its own with LangGraph's strict msgpack mode: a record class that the serializer did not
-    # allow would be refused there (permissive mode would revive it and only warn).
-    reviewed = subprocess.run(
-        [sys.executable, "-c", "from ragcourt.cli import main; main()", "review", "inline-run", "--home", str(home),
-         "--reviewer", "ann"],
-        input="y\n" * 50, capture_output=True, text=True, timeout=240,
-        env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true", "COLUMNS": "200"},
-    )
-    assert reviewed.returncode == 0, reviewed.stdout + reviewed.stderr
-    assert "unregistered type" not in reviewed.stderr + reviewed.stdout
+    review_everything_yes(home, "inline-run")
     after = summary_of(home, "inline-run")
     assert (after.n_samples, after.n_failed, after.n_checks, after.n_escalated, after.n_pending) == (2, 0, 24, 8, 0)
     # the review rescored both samples with today's scorer: it adds the answer side of the element coverage

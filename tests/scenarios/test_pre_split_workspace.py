@@ -13,37 +13,21 @@ deferred-run`; `review inline-run` answering "y" to every check, then `summary i
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fixtures import FIXTURES
+from fakes.old_workspaces import means, review_everything_yes, summary_of, workspace_copy
 from typer.testing import CliRunner
 
-from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.cli import app
 from ragcourt.schema.calibration import CalibrationProfile
-from ragcourt.stores.records import RecordStore
 
 runner = CliRunner()
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    """A copy: resuming writes to the store and the checkpoints."""
-    return Path(shutil.copytree(FIXTURES / "pre_split_workspace", tmp_path / "ws"))
-
-
-def summary_of(home: Path, run_id: str) -> RunSummary:
-    with RecordStore(home / "store.sqlite") as store:
-        return summarize(store, run_id)
-
-
-def means(summary: RunSummary) -> dict[str, float | None]:
-    return {row.name: None if row.mean is None else round(row.mean, 3) for row in summary.metrics}
+    return workspace_copy("pre_split_workspace", tmp_path)
 
 
 def test_a_run_stored_before_the_split_opens_with_the_figures_it_had(home: Path) -> None:
@@ -59,16 +43,7 @@ def test_a_run_stored_before_the_split_opens_with_the_figures_it_had(home: Path)
 
 
 def test_an_inline_review_paused_before_the_split_resumes_after_it(home: Path) -> None:
-    # In a process of its own with LangGraph's strict msgpack mode: a class the serializer did not allow would be
-    # refused there (permissive mode would revive it and only warn).
-    reviewed = subprocess.run(
-        [sys.executable, "-c", "from ragcourt.cli import main; main()", "review", "inline-run", "--home", str(home),
-         "--reviewer", "ann"],
-        input="y\n" * 50, capture_output=True, text=True, timeout=240,
-        env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true", "COLUMNS": "200"},
-    )
-    assert reviewed.returncode == 0, reviewed.stdout + reviewed.stderr
-    assert "unregistered type" not in reviewed.stderr + reviewed.stdout
+    review_everything_yes(home, "inline-run")
     after = summary_of(home, "inline-run")
     assert (after.n_samples, after.n_failed, after.n_checks, after.n_escalated, after.n_pending) == (2, 0, 24, 8, 0)
     # the old code's figures, and the answer side of the element coverage (1 of the 2 elements) today's scorer adds
