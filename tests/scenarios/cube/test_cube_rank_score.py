@@ -22,17 +22,16 @@ Precomputed contexts, top_k 5 (TOP-N 5), trim proportion 0 (plain means), automa
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakes.scripted_scores import ScriptedScores
 
 from ragcourt.analysis.cube_tables import CubeInputs, cube_inputs, cube_of_inputs, top_n_note
 from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.nodes.state import EvalContext
 from ragcourt.runs.runner import Runner
-from ragcourt.schema import Check, CheckKind, Chunk, ConditionKind, Sample, Verdict, VerdictStatus
+from ragcourt.schema import Chunk, ConditionKind, Sample
 from ragcourt.schema.config import DimensionSpec, EvalConfig, JudgeSpec, Method, RankScoreRule
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Precomputed
@@ -65,16 +64,6 @@ SAMPLES = [Sample(id=s, question=f"What is the gold fact of {s}?", gold_document
                   answer=f"precomputed {s}") for s in IDS]
 
 
-@dataclass
-class ScriptedScores:
-    judge_id: str = "j"
-
-    async def judge(self, kind: CheckKind, checks: Sequence[Check]) -> list[Verdict]:
-        assert kind is CheckKind.DIMENSION_SCORE
-        return [Verdict(check_id=c.id, judge_id=self.judge_id, status=VerdictStatus.OK,
-                        score=float(SCRIPT[(c.condition.kind, c.dimension)][IDS.index(c.sample_id)])) for c in checks]
-
-
 def weights(r: tuple[float, float]) -> tuple[float, float]:
     return r[0] / sum(r), r[1] / sum(r)
 
@@ -92,7 +81,7 @@ async def inputs_of(tmp_path: Path, **rule: RankScoreRule) -> tuple[EvalConfig, 
                      dimensions=(DimensionSpec(name="relevance"), DimensionSpec(name="quality")), **rule)
     with RecordStore(tmp_path / "store.sqlite") as store:
         context = EvalContext(config=cfg, system=Precomputed(bounds=ExtractiveGenerator()),
-                              judges=[ScriptedScores()], decomposer=SentenceDecomposer(), store=store)
+                              judges=[ScriptedScores(SCRIPT, IDS)], decomposer=SentenceDecomposer(), store=store)
         async for _ in Runner(context, "pre", tmp_path / "pre").astream(SAMPLES):
             pass
         inputs = cube_inputs(store, "pre", cfg)

@@ -22,13 +22,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
 from typing import cast
 
 import pytest
+from fakes.scripted_scores import ScriptedScores
 from typer.testing import CliRunner
 
 from ragcourt.analysis.cube_tables import CubeInputs, cube_inputs, cube_noted_frame, cube_of_inputs
@@ -37,7 +36,7 @@ from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.metrics.cube import AnswerSet, CubeReading
 from ragcourt.nodes.state import EvalContext
 from ragcourt.runs.runner import Runner
-from ragcourt.schema import Check, CheckKind, Chunk, ConditionKind, Sample, Verdict, VerdictStatus
+from ragcourt.schema import Chunk, ConditionKind, Sample
 from ragcourt.schema.config import DimensionSpec, EvalConfig, JudgeSpec, Method
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import ExtractiveGenerator, Precomputed
@@ -70,16 +69,6 @@ SAMPLES = [Sample(id=s, question=f"What is the gold fact of {s}?", gold_document
                   answer=f"precomputed {s}") for s in IDS]
 
 
-@dataclass
-class ScriptedScores:
-    judge_id: str = "j"
-
-    async def judge(self, kind: CheckKind, checks: Sequence[Check]) -> list[Verdict]:
-        assert kind is CheckKind.DIMENSION_SCORE
-        return [Verdict(check_id=c.id, judge_id=self.judge_id, status=VerdictStatus.OK,
-                        score=float(SCRIPT[(c.condition.kind, c.dimension)][IDS.index(c.sample_id)])) for c in checks]
-
-
 def test_hand_computed_constants() -> None:
     assert pytest.approx((0.903696, 0.866025, 0.510643), abs=1e-6) == (R_REL, R_Q, W_REL)
     assert pytest.approx(0.834508, abs=1e-6) == WGT_RETRIEVED
@@ -91,7 +80,7 @@ async def test_gold_at_rank_7_of_8_contexts_with_top_k_5(tmp_path: Path) -> None
                      dimensions=(DimensionSpec(name="relevance"), DimensionSpec(name="quality")))
     with RecordStore(tmp_path / "store.sqlite") as store:
         context = EvalContext(config=cfg, system=Precomputed(bounds=ExtractiveGenerator()),
-                              judges=[ScriptedScores()], decomposer=SentenceDecomposer(), store=store)
+                              judges=[ScriptedScores(SCRIPT, IDS)], decomposer=SentenceDecomposer(), store=store)
         async for _ in Runner(context, "pre", tmp_path / "pre").astream(SAMPLES):
             pass
         inputs = cube_inputs(store, "pre", cfg)
