@@ -16,7 +16,7 @@ from ragcourt.commands.endpoints import require_endpoints
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.commands.progress import Tracker, track_progress
-from ragcourt.commands.validity_tables import figure, print_suite
+from ragcourt.commands.validity_tables import figure, print_jury_fit, print_suite
 from ragcourt.data.loaders import (
     BundledDataset,
     DatasetError,
@@ -51,11 +51,17 @@ from ragcourt.validity.calibration import (
     load_labels,
     review_labels,
 )
-from ragcourt.validity.measure import WICE_LENIENT, WICE_STRICT, Suite, file_sha256
+from ragcourt.validity.measure import WICE_LENIENT, WICE_STRICT, PairwiseJuryFit, Suite, file_sha256
 from ragcourt.validity.profile import load_profile
 from ragcourt.validity.review_fit import AGREED, fit_stored_thresholds, labelled_checks, labels_sha256
 from ragcourt.validity.stacking import fit_labelled, fit_suite_file
-from ragcourt.validity.suite import NO_THRESHOLD, SuiteProgress, run_suite
+from ragcourt.validity.suite import (
+    JURY_NEEDS_TWO_JUDGES,
+    NO_THRESHOLD,
+    SuiteProgress,
+    fit_ragchecker_jury,
+    run_suite,
+)
 
 
 def print_calibration(report: KindCalibration) -> None:
@@ -152,8 +158,9 @@ def calibrate_command(
     fit_threshold: Annotated[ThresholdObjective | None, typer.Option(
         help="with --suite wice|hotpotqa, or --run RUN (its review decisions, or --labels FILE, on its judges' "
              "stored P(yes)): learn per judge and kind the P(yes) threshold maximising this against the "
-             "labels; with --suite ragchecker (two judges or more): the pairwise jury's tie margin on P_B - P_A "
-             "(for `rank --calibration-profile`); each with a k-fold cross-validated figure")] = None,
+             "labels; with --suite ragchecker, --ragchecker or --pairs FILE (two judges or more): the pairwise "
+             "jury's tie margin on P_B - P_A against the annotators' mean label of the first --label (for `rank "
+             "--calibration-profile`); each with a k-fold cross-validated figure")] = None,
     fit_stacked: Annotated[bool, typer.Option(
         help="with --suite wice|hotpotqa, --run RUN or --labels FILE: fit the stacked offline judge (a logistic "
              "regression over the offline judges' features) per binary kind, with k-fold cross-validated AUROC and "
@@ -164,9 +171,14 @@ def calibrate_command(
     save_profile: Annotated[Path | None, typer.Option(help="with --fit-threshold and/or --fit-stacked: save the "
                                                            "thresholds and stacked models as a calibration profile "
                                                            "(JSON) for `ragcourt run --calibration-profile` (the "
-                                                           "jury member `learned` applies its stacked models)")] = None,
+                                                           "jury member `learned` applies its stacked models); the "
+                                                           "pairwise jury's tie margin (--suite ragchecker, "
+                                                           "--ragchecker or --pairs) for `ragcourt rank "
+                                                           "--calibration-profile`")] = None,
     ragchecker: Annotated[bool, typer.Option(help="the worked example: RAGChecker human-labelled pairs")] = False,
-    pairs: Annotated[Path | None, typer.Option(help="a RAGChecker pairs file (default: the bundled one)")] = None,
+    pairs: Annotated[Path | None, typer.Option(help="a RAGChecker pairs file (default: the bundled one); with "
+                                                    "--fit-threshold and two judges or more it learns the pairwise "
+                                                    "jury's tie margin as --suite ragchecker --file does")] = None,
     labels: Annotated[Path | None, typer.Option(help="JSONL of {check_id, label | score, annotator?} for "
                                                         "checks in the store: label yes/no (binary checks) or "
                                                         "A/B/Tie (pairwise), score 0-10 (dimension_score); one "
@@ -184,7 +196,7 @@ def calibrate_command(
     label: Annotated[list[HumanAspect] | None, typer.Option(help="repeatable, with --ragchecker/--pairs: which "
                                                                 "human label the judges are compared with "
                                                                 "(default: overall); each is reported")] = None,
-    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    seed: Annotated[int, typer.Option(help="bootstrap seed (and the folds' of --fit-threshold and --fit-stacked)")] = 0,
     bootstrap: Annotated[int, typer.Option(help="bootstrap resamples")] = 1000,
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
 ) -> None:
@@ -198,6 +210,8 @@ def calibrate_command(
     published format: per check kind n, unscored, accuracy, balanced accuracy, Cohen's kappa, AUROC of P(yes)
     where the judge gives probabilities, correlations with graded labels, bootstrap 95% intervals, and the
     annotators' own agreement as the ceiling; --fit-threshold learns thresholds, --save-profile keeps them.
+    On the RAGChecker pairs (--suite ragchecker, --ragchecker or --pairs FILE) it learns the pairwise jury's tie
+    margin instead, the same either way.
     """
     if suite is not None:
         if save_profile is not None and fit_threshold is None and not fit_stacked:
@@ -210,34 +224,39 @@ def calibrate_command(
         if save_profile is not None and fit_threshold is not None and not thresholds:
             _fail(NO_THRESHOLD)
         if save_profile is not None:
-            _save(CalibrationProfile(suite=str(suite), data_file=str(file), data_sha256=file_sha256(file),
-                                     thresholds=thresholds, stacked=tuple(stacked)), save_profile)
+            _save(_file_profile(suite, file, thresholds, tuple(stacked)), save_profile)
         return
     if file or baseline_file or config_file or json_path:
         _fail("--file, --baseline-file, --config and --json go with --suite NAME")
-    if not (ragchecker or pairs) and labels is None and run_id is None:
+    from_store = not (ragchecker or pairs)
+    if from_store and labels is None and run_id is None:
         _fail("give --ragchecker (or --pairs FILE), --labels FILE or --run RUN_ID")
+    if fit_stacked and not from_store:
+        _fail("--fit-stacked fits a stacked judge per binary kind, and the RAGChecker pairs are pairwise: it and "
+              "its profile go with --suite wice|hotpotqa, --run RUN or --labels FILE (on the pairs, "
+              "--fit-threshold learns the pairwise jury's tie margin)")
     refit = fit_threshold is not None or fit_stacked
-    if (refit or save_profile) and (ragchecker or pairs):
-        _fail("--fit-threshold, --fit-stacked and --save-profile go with --suite NAME, --run RUN or --labels FILE")
     if save_profile is not None and not refit:
-        _fail("--save-profile saves what is learned: give --fit-threshold balanced_accuracy|kappa, --fit-stacked "
-              "or both")
-    if fit_threshold is not None and run_id is None:
+        _fail("--save-profile saves what is learned: give --fit-threshold balanced_accuracy|kappa"
+              + (", --fit-stacked or both" if from_store else ""))
+    if fit_threshold is not None and from_store and run_id is None:
         _fail("--fit-threshold on stored labels needs --run RUN: the run whose judges' thresholds are learned (its "
               "configuration names their models)")
-    if label and not (ragchecker or pairs):
+    if fit_on is not None and fit_threshold is not None and not from_store:
+        _fail("--fit-on chooses among WiCE's labels: it goes with --suite wice")
+    if label and from_store:
         _fail("--label chooses among the RAGChecker annotators' labels: it needs --ragchecker or --pairs FILE")
     workspace = Workspace(home)
-    from_store = not (ragchecker or pairs)
     if from_store and not workspace.has_store():  # labels and reviews name stored checks
         _fail(f"no record store at {workspace.store_path}")
     store = workspace.open_store()
     try:
         by_aspect: dict[HumanAspect | None, list[CalibrationItem]]
-        if ragchecker or pairs:
+        jury_fit: PairwiseJuryFit | None = None
+        if not from_store:
+            pairs_file = pairs or bundled(BundledDataset.RAGCHECKER_PAIRS)
             try:
-                loaded = load_ragchecker_pairs(pairs or bundled(BundledDataset.RAGCHECKER_PAIRS))
+                loaded = load_ragchecker_pairs(pairs_file)
             except DatasetError as error:
                 _fail(str(error))
             config = EvalConfig(judges=tuple(JudgeSpec(model=j, logprobs=logprobs) for j in (judge or ["lexical"])))
@@ -245,6 +264,8 @@ def calibrate_command(
                 judges = Models(config, store).judges()
             except ConfigError as error:
                 _fail(str(error))
+            if fit_threshold is not None and len(judges) < 2:
+                _fail(JURY_NEEDS_TWO_JUDGES)
             require_endpoints(config)
             judge_ids = [j.judge_id for j in judges]
             run = f"calibrate-{content_id([p.sample_id for p in loaded], judge_ids)[:10]}"
@@ -257,6 +278,10 @@ def calibrate_command(
                           f"{sum(len(p.annotations) for p in loaded)} annotations; model1 = A, model2 = B "
                           f"(human {'/'.join(aspects)} label: negative A better, positive B better, 0 Tie); every "
                           f"pair judged in both orders; position-bias Ties per judge: {flagged}")
+            if fit_threshold is not None:  # on the first aspect asked, as the suite: one margin per profile
+                jury_fit = fit_ragchecker_jury(judged[aspects[0]], outcomes,
+                                               {spec.judge_id: spec.model for spec in config.judges},
+                                               fit_threshold, folds=folds, seed=seed)
         else:
             if labels is not None:
                 try:
@@ -282,7 +307,11 @@ def calibrate_command(
         if from_store and labels is None:
             assert run_id is not None
             print_review_caveat(store, run_id, human, reports)
-        if refit:
+        if jury_fit is not None:
+            print_jury_fit(jury_fit)
+            if save_profile is not None:
+                _save(_file_profile(Suite.RAGCHECKER, pairs_file, (jury_fit.margin,)), save_profile)
+        if refit and from_store:  # on the pairs the refit is the jury's margin, above
             source = (str(labels) if labels is not None else f"review decisions of run {run_id}",
                       file_sha256(labels) if labels is not None else labels_sha256(human))
             _refit(store, human, run_id, judge, source, fit_threshold, fit_stacked, fit_on, folds, seed, save_profile)
@@ -397,10 +426,21 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
     return report.thresholds
 
 
+def _file_profile(suite: Suite, file: Path, thresholds: tuple[LearnedThreshold, ...],
+                  stacked: tuple[StackedModel, ...] = ()) -> CalibrationProfile:
+    """The profile of what was learned on a set's file, which it names with its content hash."""
+    return CalibrationProfile(suite=str(suite), data_file=str(file), data_sha256=file_sha256(file),
+                              thresholds=thresholds, stacked=stacked)
+
+
 def _save(profile: CalibrationProfile, path: Path) -> None:
     if not profile.thresholds and not profile.stacked:
         _fail(f"nothing was learned, so no profile is written to {path}")
     profile.save(path)
+    if profile.tie_margin() is not None:  # the jury's margin decides a tournament's verdicts, not a run's judges'
+        console.print(escape(f"calibration profile written to {path}: apply its pairwise jury's tie margin with "
+                             f"`ragcourt rank --calibration-profile {path}`"))
+        return
     learned = " (`--judge learned` applies its stacked models)" if profile.stacked else ""
     console.print(escape(f"calibration profile written to {path}: apply it with `ragcourt run "
                          f"--calibration-profile {path}` or `calibration_profile:` in the config{learned}"))

@@ -247,7 +247,8 @@ def _tie_margin(path: Path | None) -> LearnedThreshold | None:
     margin = CalibrationProfile.load(path).tie_margin()
     if margin is None:
         raise ConfigError(f"calibration profile {path} has no pairwise tie margin: learn one with `ragcourt "
-                          "calibrate --suite ragchecker --fit-threshold kappa --save-profile PATH`")
+                          "calibrate --ragchecker --judge lexical --judge semantic --fit-threshold kappa "
+                          "--save-profile PATH` (or --pairs FILE)")
     console.print(escape(f"pairwise jury: {margin.describe()} from {path}"))
     return margin
 

@@ -55,7 +55,9 @@ def cohens_kappa(a: Sequence[L | None], b: Sequence[L | None]) -> MetricValue:
         return not_available(name, "no item has both labels", n_unscored=skipped)
     n = len(pairs)
     observed = sum(x == y for x, y in pairs) / n
-    labels = {x for x, _ in pairs} | {y for _, y in pairs}
+    # In the order the labels come, not a set's: a set's order follows the hash seed, and the sum's rounding with
+    # it (a kappa of 0 printed as -0.000 in one process and 0.000 in the next).
+    labels = dict.fromkeys([*(x for x, _ in pairs), *(y for _, y in pairs)])
     expected = sum(
         (sum(x == label for x, _ in pairs) / n) * (sum(y == label for _, y in pairs) / n) for label in labels
     )

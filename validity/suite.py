@@ -17,6 +17,7 @@ from ragcourt.data.validity_sets import load_hotpotqa_paragraphs, load_ragchecke
 from ragcourt.judging import BaselineJudge, Judge
 from ragcourt.judging.learned import LearnedJudge
 from ragcourt.metrics.thresholds import objective_value
+from ragcourt.nodes.tournament_state import QuestionOutcome
 from ragcourt.schema import Check, CheckKind, Label, MetricValue, Verdict, content_id
 from ragcourt.schema.calibration import CalibrationProfile, LearnedThreshold, ThresholdObjective
 from ragcourt.stores.records import RecordStore
@@ -174,6 +175,26 @@ def _with_consensus(item: CalibrationItem) -> CalibrationItem:
                            judges=item.judges, human_numbers=item.human_numbers, judge_numbers=item.judge_numbers)
 
 
+def _references(annotators: Sequence[str]) -> list[str]:
+    """The RAGChecker pairs' label references: each annotator, and with several the pairs they agree on."""
+    return [*annotators, *([CONSENSUS] if len(annotators) > 1 else [])]
+
+
+JURY_NEEDS_TWO_JUDGES = "the RAGChecker pairs learn the pairwise jury's tie margin: give at least two judges"
+
+
+def fit_ragchecker_jury(items: Sequence[CalibrationItem], outcomes: Sequence[QuestionOutcome],
+                        judge_models: Mapping[str, str], objective: ThresholdObjective, *, folds: int = 5,
+                        seed: int = 0) -> PairwiseJuryFit:
+    """The pairwise jury's tie margin learned on one aspect's items of the RAGChecker pairs and the tournament
+    outcomes they were judged in (validity.calibration.judge_ragchecker), before and after against the
+    annotators' mean, each annotator and the pairs they agree on. `calibrate --suite ragchecker` and
+    `calibrate --ragchecker|--pairs` both learn it here, so one file gives one margin either way."""
+    annotators = sorted({a for item in items for a in item.human})
+    return fit_pairwise_jury([_with_consensus(item) for item in items], [o.probabilities for o in outcomes],
+                             judge_models, _references(annotators), objective, folds=folds, seed=seed)
+
+
 async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_models: Mapping[str, str],
                     store: RecordStore, *, limit: int | None = None, baselines: Sequence[Path] = (),
                     aspects: Sequence[HumanAspect] = (HumanAspect.OVERALL,), seed: int = 0, n_resamples: int = 1000,
@@ -196,7 +217,7 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
     transfer: list[TransferRow] = []
     if suite is Suite.RAGCHECKER:
         if fit is not None and len(judges) < 2:
-            raise ValueError("the RAGChecker pairs learn the pairwise jury's tie margin: give at least two judges")
+            raise ValueError(JURY_NEEDS_TWO_JUDGES)
         pairs = load_ragchecker_pairs(path)
         loaded = [load_ragchecker_baseline(b) for b in baselines]
         taken = pairs[:limit] if limit else pairs
@@ -215,16 +236,13 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
         ceiling = list(itertools.combinations(annotators, 2))
         for aspect, items in by_aspect.items():
             items = [_with_consensus(item) for item in items]
-            references = [*annotators, *([CONSENSUS] if len(annotators) > 1 else [])]
             kinds.append(kind_validity(CheckKind.PAIRWISE, f"ragchecker {aspect}", items, judge_ids,
-                                       references=references, ceiling_pairs=ceiling, graded_references=annotators,
-                                       **options))
+                                       references=_references(annotators), ceiling_pairs=ceiling,
+                                       graded_references=annotators, **options))
         if fit is not None:  # on the first aspect asked (overall by default): one margin per profile
-            first = [_with_consensus(item) for item in by_aspect[aspects[0]]]
-            jury_fit = fit_pairwise_jury(first, [o.probabilities for o in outcomes],
-                                         {j: judge_models.get(j, j) for j in judge_ids},
-                                         [*annotators, *([CONSENSUS] if len(annotators) > 1 else [])], fit,
-                                         folds=folds, seed=seed)
+            jury_fit = fit_ragchecker_jury(by_aspect[aspects[0]], outcomes,
+                                           {j: judge_models.get(j, j) for j in judge_ids}, fit, folds=folds,
+                                           seed=seed)
             fitted = [jury_fit.margin]
             reference = f"ragchecker {aspects[0]}: {ANNOTATORS_MEAN}"
         meta_rows = meta_eval(taken, by_aspect, raters_of(next(iter(by_aspect.values())), judge_ids), loaded)

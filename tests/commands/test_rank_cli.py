@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from ragcourt.cli import app
 from ragcourt.data.loaders import BundledDataset, bundled, load_hotpotqa
 from ragcourt.metrics.text import sentences
+from ragcourt.schema.calibration import CalibrationProfile
 
 RUNNER = CliRunner()
 N_QUESTIONS = 12
@@ -165,14 +166,19 @@ def _profile(path: Path, kind: str, judge_id: str) -> Path:
     return path
 
 
-def test_rank_with_a_profile_decides_by_its_tie_margin(tmp_path: Path) -> None:
-    # metric judge x prefers a (1 against 0), y ties (0.5 each): votes A and Tie, (0.5, 0, 0.5). majority_tie
-    # scores it 0.5; the profile's mean_probability with margin 0.25 < |P_B - P_A| = 0.5 gives a the question.
+def _a_or_tie(tmp_path: Path) -> list[str]:
+    """`rank` of a and b on one question: metric judge x prefers a (1 against 0), y ties (0.5 each): votes A and
+    Tie, (0.5, 0, 0.5). majority_tie scores it 0.5; mean_probability with a margin < |P_B - P_A| = 0.5 gives a
+    the question."""
     for name, x in (("a", 1.0), ("b", 0.0)):
         (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?", "answer": f"{name} says",
                                                             "x": x, "y": 0.5}) + "\n", encoding="utf-8")
-    common = ["rank", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--metric-judge", "x", "--metric-judge",
-              "y", "--mode", "round_robin", "--bootstrap", "10", "--home", str(tmp_path / "home")]
+    return ["rank", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--metric-judge", "x", "--metric-judge",
+            "y", "--mode", "round_robin", "--bootstrap", "10", "--home", str(tmp_path / "home")]
+
+
+def test_rank_with_a_profile_decides_by_its_tie_margin(tmp_path: Path) -> None:
+    common = _a_or_tie(tmp_path)  # the profile's margin 0.25 < 0.5: a takes the question
     plain = RUNNER.invoke(app, common)
     margin = RUNNER.invoke(app, [*common, "--calibration-profile",
                                  str(_profile(tmp_path / "p.json", "pairwise", "jury"))])
@@ -184,6 +190,27 @@ def test_rank_with_a_profile_decides_by_its_tie_margin(tmp_path: Path) -> None:
     refused = RUNNER.invoke(app, [*common, "--calibration-profile",
                                   str(_profile(tmp_path / "q.json", "claim_supported", "lexical"))])
     assert refused.exit_code != 0 and "has no pairwise tie margin" in " ".join(refused.output.split())
+
+
+def test_rank_applies_the_margin_calibrate_learns_on_a_pairs_file(tmp_path: Path) -> None:
+    """`calibrate --pairs FILE --fit-threshold --save-profile P` (here the bundled pairs' first ten) makes a
+    profile `rank --calibration-profile P` decides by: its margin 0.00 < 0.5, a wins the match it tied without."""
+    rows = json.loads(bundled(BundledDataset.RAGCHECKER_PAIRS).read_text(encoding="utf-8"))
+    pairs, profile = tmp_path / "pairs.json", tmp_path / "margin.json"
+    pairs.write_text(json.dumps(rows[:20]), encoding="utf-8")  # two rows a pair, one per annotator
+    made = RUNNER.invoke(app, ["calibrate", "--pairs", str(pairs), "--judge", "lexical", "--judge", "semantic",
+                               "--fit-threshold", "kappa", "--bootstrap", "10", "--save-profile", str(profile),
+                               "--home", str(tmp_path / "home")])
+    assert made.exit_code == 0, made.output
+    margin = CalibrationProfile.load(profile).tie_margin()
+    assert margin is not None and margin.threshold == 0.0 and margin.n == 10
+    common = _a_or_tie(tmp_path)
+    plain = RUNNER.invoke(app, common)
+    ranked = RUNNER.invoke(app, [*common, "--calibration-profile", str(profile)])
+    assert plain.exit_code == 0 and ranked.exit_code == 0, ranked.output
+    assert f"pairwise jury: {margin.describe()} from {profile}" in " ".join(ranked.output.split())
+    assert re.search(r"│ a +│ [0-9.]+ +│ [^│]+│ [0-9.]+ +│ 0-1-0 ", plain.output), plain.output
+    assert re.search(r"│ a +│ [0-9.]+ +│ [^│]+│ [0-9.]+ +│ 1-0-0 ", ranked.output), ranked.output
 
 
 def test_the_learned_judge_is_refused_by_rank(tmp_path: Path) -> None:
