@@ -156,7 +156,7 @@ class BaselineJudge:
 def best_sentence_cosine(embed: Embed, subject: str, target: str) -> float:
     """The semantic rule's similarity: the MiniLM cosine of the subject with the best single sentence of the
     target, not the whole target: an element stated in the fifth chunk of a long context must not be diluted by
-    (or cut off with) the other chunks. Shared with judging.features (the stacked judge's inputs)."""
+    (or cut off with) the other chunks."""
     windows = sentences(target) or [target]
     vectors = np.asarray(embed([subject, *windows]), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1)

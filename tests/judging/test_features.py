@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from ragcourt.judging.baseline import best_sentence_cosine
-from ragcourt.judging.features import FEATURES, Feature, FeatureExtractor, lexical_features
+from ragcourt.judging.features import (
+    EMBEDDED_SENTENCES,
+    FEATURES,
+    Feature,
+    FeatureExtractor,
+    Sentences,
+    lexical_features,
+)
+from ragcourt.metrics.text import sentences
 
 
 def letters(texts: list[str]) -> np.ndarray:
@@ -54,3 +62,36 @@ def test_vector_holds_the_semantic_rules_cosines_in_feature_order() -> None:
 
 def test_matrix_of_no_pairs_is_empty() -> None:
     assert FeatureExtractor(letters).matrix([]).shape == (0, len(FEATURES))
+
+
+def test_a_long_target_embeds_only_the_sentences_nearest_in_words() -> None:
+    embedded: list[str] = []
+
+    def recording(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return letters(texts)
+
+    subject = "The tower opened in 1889."
+    filler = [f"Paragraph {i} is about gardens." for i in range(EMBEDDED_SENTENCES + 5)]
+    near = ["The tower opened to visitors in 1889.", "The tower is tall."]
+    target = " ".join([filler[0], near[0], *filler[1:], near[1]])
+    split = Sentences.of(subject, target)
+    kept = split.nearest()
+    assert len(kept) == EMBEDDED_SENTENCES and set(near) <= set(kept)
+    assert kept == [s for s in split.texts if s in kept]  # in the target's order
+    assert kept[:2] == [filler[0], near[0]]  # F1 ties (0) are kept in order: the first filler sentences
+    vector = FeatureExtractor(recording).vector(subject, target)
+    assert embedded == [subject, *kept]
+    vectors = letters([subject, *kept])
+    cosines = vectors[1:] @ vectors[0] / (np.linalg.norm(vectors[1:], axis=1) * np.linalg.norm(vectors[0]))
+    assert vector[FEATURES.index(Feature.COSINE_BEST)] == pytest.approx(cosines.max())
+    centroid = vectors[1:].mean(axis=0)
+    assert vector[FEATURES.index(Feature.COSINE_CENTROID)] == pytest.approx(
+        vectors[0] @ centroid / (np.linalg.norm(vectors[0]) * np.linalg.norm(centroid)))
+
+
+def test_a_short_target_embeds_every_sentence_as_the_semantic_rule_does() -> None:
+    subject, target = "cats purr", " ".join(f"Sentence {i} about cats." for i in range(EMBEDDED_SENTENCES))
+    assert Sentences.of(subject, target).nearest() == sentences(target)
+    assert FeatureExtractor(letters).vector(subject, target)[FEATURES.index(Feature.COSINE_BEST)] == pytest.approx(
+        best_sentence_cosine(letters, subject, target))
