@@ -12,6 +12,7 @@ Undefined statistics (no pairs, a constant input, chance agreement of 1) are n/a
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -54,18 +55,17 @@ def cohens_kappa(a: Sequence[L | None], b: Sequence[L | None]) -> MetricValue:
     if not pairs:
         return not_available(name, "no item has both labels", n_unscored=skipped)
     n = len(pairs)
-    observed = sum(x == y for x, y in pairs) / n
-    # In the order the labels come, not a set's: a set's order follows the hash seed, and the sum's rounding with
-    # it (a kappa of 0 printed as -0.000 in one process and 0.000 in the next).
-    labels = dict.fromkeys([*(x for x, _ in pairs), *(y for _, y in pairs)])
-    expected = sum(
-        (sum(x == label for x, _ in pairs) / n) * (sum(y == label for _, y in pairs) / n) for label in labels
-    )
-    if math.isclose(expected, 1.0):
+    # In counts, which are exact: kappa = (n * agreed - sum_l a_l b_l) / (n^2 - sum_l a_l b_l), a_l and b_l the
+    # raters' counts of label l. In shares the sum's rounding followed the labels' order, and a kappa of 0 came
+    # out as 0.000 or -0.000.
+    agreed = sum(x == y for x, y in pairs)
+    first, second = Counter(x for x, _ in pairs), Counter(y for _, y in pairs)
+    by_chance = sum(count * second[label] for label, count in first.items())
+    if by_chance == n * n:
         return not_available(
             name, "chance agreement is 1: both raters used one and the same label", n=n, n_unscored=skipped
         )
-    return MetricValue(name=name, value=(observed - expected) / (1 - expected), n=n, n_unscored=skipped)
+    return MetricValue(name=name, value=(n * agreed - by_chance) / (n * n - by_chance), n=n, n_unscored=skipped)
 
 
 def balanced_accuracy(predicted: Sequence[L | None], truth: Sequence[L | None]) -> MetricValue:

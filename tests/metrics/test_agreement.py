@@ -1,5 +1,6 @@
 """Agreement statistics against scikit-learn, statsmodels and scipy, plus hand-computed cases."""
 
+import math
 import random
 import statistics
 
@@ -39,6 +40,15 @@ def test_cohens_kappa_matches_sklearn(seed):
     ours = cohens_kappa(a, b)
     assert ours.value == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
     assert ours.n == 60
+
+
+def test_cohens_kappa_at_chance_is_exactly_zero_whatever_the_label_order():
+    # observed 1/3 = expected 1/3: in shares the subtraction leaves a rounding error whose sign followed the
+    # labels' order (a set's, so the hash seed's)
+    a, b = ["A", "B", "Tie"] * 3, ["A"] * 3 + ["B"] * 3 + ["Tie"] * 3
+    for order in (a, list(reversed(a))):
+        value = cohens_kappa(order, b).value
+        assert value == 0.0 and math.copysign(1.0, value) == 1.0
 
 
 @pytest.mark.parametrize("seed", SEEDS)
