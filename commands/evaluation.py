@@ -19,11 +19,11 @@ from ragcourt.commands.output import (
     print_method_tables,
     print_summary,
     print_usage,
+    question_metrics,
 )
 from ragcourt.commands.progress import track_progress
 from ragcourt.data.formats import DatasetFormat, parse_column_map, read_dataset
 from ragcourt.llm.probe import EndpointUnavailableError
-from ragcourt.metrics.values import MetricKey
 from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.report.method_charts import write_method_charts
 from ragcourt.runs.models import Models, prepare_run
@@ -113,14 +113,9 @@ def telemetry_of(otlp_endpoint: str | None, config: EvalConfig) -> Telemetry:
 def _line(d: SampleDiagnostics, stored: bool = False) -> str:
     if d.status is SampleStatus.FAILED:
         return f"[red]✗[/red] {escape(d.sample_id)}  failed: {escape(d.error or '')}"
-    shown = []
-    for name in ("c_prec", "completeness", "verifiableness", "element_coverage", "soft_correctness"):
-        metric = next((m for m in d.metrics if MetricKey.of(m.name).base == name), None)
-        if metric is not None:
-            shown.append(f"{name}={'n/a' if metric.value is None else f'{metric.value:.2f}'}")
     gaps = sorted({str(e.status) for e in d.elements if e.status != "answered"})
     extra = f"  gaps: {', '.join(gaps)}" if gaps else ""
-    return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {'  '.join(shown)}  unsupported={len(d.unsupported_claims)}"
+    return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {question_metrics(d)}  unsupported={len(d.unsupported_claims)}"
             f"  to_review={len(d.escalations)}  unscored={d.n_unscored}{extra}{'  (stored)' if stored else ''}")
 
 

@@ -18,7 +18,9 @@ from rich.table import Table
 from ragcourt.analysis.summary import RunSummary
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.human_scores import HumanScores
+from ragcourt.metrics.values import MetricKey, MetricName
 from ragcourt.runs.workspace import Workspace
+from ragcourt.schema import SampleDiagnostics
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 
@@ -58,6 +60,22 @@ def existing_store(home: Path) -> RecordStore:
     if not workspace.has_store():
         fail(f"no record store at {workspace.store_path}")
     return workspace.open_store()
+
+
+# A question's line (`run`'s progress, `watch`): the headline figures of each method, both sides of element
+# coverage (found in the retrieved chunks; stated by the answer, seed 003's own figure).
+QUESTION_METRICS = (MetricName.C_PRECISION, MetricName.COMPLETENESS, MetricName.VERIFIABLENESS, MetricName.ELEMENT_COVERAGE,
+                    MetricName.ELEMENT_ANSWER_COVERAGE, MetricName.SOFT_CORRECTNESS)
+
+
+def question_metrics(d: SampleDiagnostics) -> str:
+    """`c_prec=1.00  completeness=0.50 ...`: the QUESTION_METRICS the sample has, n/a where one is not available."""
+    shown = []
+    for name in QUESTION_METRICS:
+        metric = next((m for m in d.metrics if MetricKey.of(m.name).base == name), None)
+        if metric is not None:
+            shown.append(f"{name}={'n/a' if metric.value is None else f'{metric.value:.2f}'}")
+    return "  ".join(shown)
 
 
 def print_table(table: Table, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

@@ -20,13 +20,10 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from ragcourt.commands.output import Home, console
-from ragcourt.metrics.values import MetricKey
+from ragcourt.commands.output import Home, console, question_metrics
 from ragcourt.runs.runner import RunPaths
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import SampleDiagnostics, SampleStatus
-
-SHOWN_METRICS = ("c_prec", "completeness", "verifiableness", "element_coverage", "soft_correctness")
 
 
 class DiagnosticsTail:
@@ -97,12 +94,7 @@ class RunSoFar:
 def question_line(d: SampleDiagnostics) -> str:
     if d.status is SampleStatus.FAILED:
         return f"[red]✗[/red] {escape(d.sample_id[:12])}  failed: {escape(d.error or '')}"
-    shown = []
-    for name in SHOWN_METRICS:
-        metric = next((m for m in d.metrics if MetricKey.of(m.name).base == name), None)
-        if metric is not None:
-            shown.append(f"{name}={'n/a' if metric.value is None else f'{metric.value:.2f}'}")
-    return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {'  '.join(shown)}  unsupported={len(d.unsupported_claims)}"
+    return (f"[green]✓[/green] {escape(d.sample_id[:12])}  {question_metrics(d)}  unsupported={len(d.unsupported_claims)}"
             f"  escalated={len(d.escalations)}  unscored={d.n_unscored}  {escape(d.question[:60])}")
 
 

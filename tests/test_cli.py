@@ -120,7 +120,7 @@ def test_precomputed_run_offline_then_resume_and_summary(tmp_path: Path, monkeyp
     first = RUNNER.invoke(app, args)
     assert first.exit_code == 0, first.output
     output = flat(first.output)
-    assert "q1 c_prec=0.50 completeness=1.00 verifiableness=1.00 element_coverage=1.00" in output
+    assert "q1 c_prec=0.50 completeness=1.00 verifiableness=1.00 element_coverage=1.00 element_answer_coverage=1.00" in output
     assert "1 samples (0 failed), 8 checks, 0 unscored verdicts, 0 escalated" in output
 
     with RecordStore(tmp_path / "home" / "store.sqlite") as store:
