@@ -110,7 +110,7 @@ def main() -> None:
         for model in args.model or list(BundledModel):
             found = measure(model, suite, args.data, limits[suite], args.bootstrap)
             print(f"{found.command}\n  {found.cpu_s:.1f} s CPU, {found.wall_s:.1f} s wall, load average "
-                  f"{os.getloadavg()[0]:.1f}", flush=True)
+                  f"{os.getloadavg()[0]:.1f}\n  {found.row()}", flush=True)  # kept if a later one is stopped
             measured.append(found)
     print("\n| model | suite | items | checks | unscored | no P(yes) | AUROC [95% CI] | kappa [95% CI] | CPU s / check "
           "| wall s / check | peak MB |")
