@@ -4,7 +4,8 @@ still is given the reviews so far.
 A headline figure is a run-level mean of a per-sample metric (`analysis.summary`). One binary check moves
 its sample's metric by at most one unit share, 1 / (checks of the metric's kinds in that sample and
 condition), and the run's mean by that over the samples with a value: the unit-share model. It is exact for
-element coverage (the mean of the element-in-context decisions) and C-Prec@k (each sub-query-in-chunk check
+both sides of element coverage (the mean of the element-in-context decisions; element_answer_coverage, of the
+element-in-answer ones) and C-Prec@k (each sub-query-in-chunk check
 is 1 / (|Q| k)); for the others (C-nDCG, completeness, conciseness, verifiableness) it is a first-order
 approximation: one decision can move them by more (an any-of rule) or less.
 
@@ -35,6 +36,7 @@ from ragcourt.validity.jury_weights import JuryWeights, fit_jury
 # metric base name -> the check kinds whose decisions it is computed from (normal condition)
 FEEDS: dict[str, tuple[CheckKind, ...]] = {
     **QCARE_KINDS, MetricName.ELEMENT_COVERAGE.value: (CheckKind.ELEMENT_IN_CONTEXT,),
+    MetricName.ELEMENT_ANSWER_COVERAGE.value: (CheckKind.ELEMENT_IN_ANSWER,),
 }
 
 

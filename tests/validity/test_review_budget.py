@@ -17,6 +17,7 @@ from ragcourt.validity.jury_weights import fit_jury
 from ragcourt.validity.review_budget import budget_order, p_yes, plan_reviews
 
 COVERAGE = "element_coverage"
+ANSWER_COVERAGE = "element_answer_coverage"
 
 
 @pytest.fixture
@@ -50,28 +51,31 @@ async def test_the_budget_order_ranks_by_expected_change_and_keeps_every_escalat
             assert swing.p_yes == jury.posteriors[swing.escalation.check_id][Label.YES]
 
 
-async def test_an_element_coverage_review_moves_the_figure_by_its_unit_share(store, tmp_path):
-    """Element coverage is the mean over samples of the mean of their element-in-context decisions, so a
-    decision flipped moves the run figure by exactly 1 / (its sample's such checks x samples with a value)."""
+@pytest.mark.parametrize(("coverage", "kind"), [(COVERAGE, CheckKind.ELEMENT_IN_CONTEXT),
+                                              (ANSWER_COVERAGE, CheckKind.ELEMENT_IN_ANSWER)])
+async def test_an_element_coverage_review_moves_the_figure_by_its_unit_share(store, tmp_path, coverage, kind):
+    """Element coverage is the mean over samples of the mean of their element-in-context decisions (the answer
+    side: element-in-answer), so a decision flipped moves the run figure by exactly 1 / (its sample's such
+    checks x samples with a value)."""
     await run(store, tmp_path)
     checks = {c.id: c for c in store.checks_for("m")}
     plan = plan_reviews(store, "m")
-    swing = next(s for s in plan.swings if s.escalation.kind is CheckKind.ELEMENT_IN_CONTEXT
+    swing = next(s for s in plan.swings if s.escalation.kind is kind
                  and s.escalation.label is not None and checks[s.escalation.check_id].condition == NORMAL)
     rec, check = swing.escalation, checks[swing.escalation.check_id]
     n_units = sum(1 for c in checks.values() if c.sample_id == check.sample_id
-                  and c.kind is CheckKind.ELEMENT_IN_CONTEXT and c.condition == NORMAL)
-    n_samples = next(r.n_samples for r in summarize(store, "m").metrics if r.name == COVERAGE)
+                  and c.kind is kind and c.condition == NORMAL)
+    n_samples = next(r.n_samples for r in summarize(store, "m").metrics if r.name == coverage)
     p = p_yes(rec, fit_jury(store, "m"))
     v = 1.0 if rec.label is Label.YES else 0.0
-    assert swing.expected[COVERAGE] == pytest.approx((p * (1 - v) + (1 - p) * v) / (n_units * n_samples))
+    assert swing.expected == {coverage: pytest.approx((p * (1 - v) + (1 - p) * v) / (n_units * n_samples))}
 
-    before = figure(store, COVERAGE)
+    before = figure(store, coverage)
     flipped = Label.NO if rec.label is Label.YES else Label.YES
     store.add_review(Review(run_id="m", check_id=rec.check_id, reviewer="ann", action=ReviewAction.OVERRIDE,
                             label=flipped))
     await arescore_run(store, "m", tmp_path / "runs" / "m")
-    assert abs(figure(store, COVERAGE) - before) == pytest.approx(1 / (n_units * n_samples))
+    assert abs(figure(store, coverage) - before) == pytest.approx(1 / (n_units * n_samples))
 
 
 async def test_remaining_uncertainty_shrinks_as_reviews_arrive(store, tmp_path):
