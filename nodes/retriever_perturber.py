@@ -26,7 +26,7 @@ from ragcourt.schema import (
     Sample,
 )
 from ragcourt.schema.config import DistractorPolicy
-from ragcourt.systems import ConditionUnavailable
+from ragcourt.systems import ConditionUnavailable, ReferenceRAG
 
 DISTRACTOR_POOL = 50  # how many nearest corpus chunks the best non-gold distractor is looked for in
 
@@ -116,11 +116,15 @@ async def _perturbations(ctx: EvalContext, sample: Sample, run_id: str, normal: 
 
 async def _distractor_pool(ctx: EvalContext, sample: Sample, normal: Retrieval) -> list[Chunk]:
     """Corpus chunks that were not retrieved and are not gold: for `random` the whole corpus (sorted by id,
-    listed once per collection), for `best_non_gold` the ones nearest the question, best first."""
+    listed once per collection), for `best_non_gold` the best ranked for the question first: by the reference
+    system's own retriever when it is the system evaluated (dense or BM25, as it retrieved the top-k, so the
+    distractor is the chunk it would have shown next), else by the collection's dense ranking."""
     if ctx.vectors is None or ctx.collection is None:
         return []
     if ctx.config.perturbations.distractor is DistractorPolicy.RANDOM:
         found = list(await asyncio.to_thread(ctx.vectors.all_chunks, ctx.collection))
+    elif isinstance(ctx.system, ReferenceRAG):
+        found = await ctx.system.retrieve(sample, DISTRACTOR_POOL + len(normal.chunks), None)
     else:
         found = await asyncio.to_thread(
             ctx.vectors.query, ctx.collection, sample.question, DISTRACTOR_POOL + len(normal.chunks), None

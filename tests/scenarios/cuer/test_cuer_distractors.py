@@ -18,10 +18,12 @@ from graph_fixtures import ScriptedSystem, make_context, ranked
 
 from ragcourt.nodes.retriever_perturber import retrieve_perturb
 from ragcourt.schema import Chunk, ConditionKind, Sample
-from ragcourt.schema.config import DistractorPolicy, EvalConfig, PerturbationSpec
+from ragcourt.schema.config import DistractorPolicy, EvalConfig, PerturbationSpec, Retriever
 from ragcourt.stores.embeddings import HashingEmbedding
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
+from ragcourt.systems import ExtractiveGenerator, ReferenceRAG
+from ragcourt.systems.bm25 import BM25Index
 
 GOLD = Chunk(id="gold", text="alpha beta gamma", title="Gold")
 GOLD_BY_TITLE = Chunk(id="g2", text="gamma alpha", title="Gold")  # another paragraph of the gold title
@@ -75,3 +77,34 @@ async def test_random_is_uniform_over_unretrieved_non_gold_chunks(tmp_path: Path
     assert set(drawn) == set(CANDIDATES)  # every candidate, far ones included; never shown or gold
     # 180 draws over 13 candidates: 13.8 expected each; a nearest-first policy would give "near" 180 times.
     assert max(drawn.values()) < 30 and min(drawn.values()) >= 4
+
+
+# Ranked differently by the two retrievers: BM25 puts "rare" (the rare word gamma) second and "near" third, the
+# hashing embedding "a1" second and "near" third.
+RANKED_APART = [Chunk(id="gold", text="alpha beta gamma", title="Gold"), Chunk(id="a1", text="alpha beta"),
+                Chunk(id="a2", text="alpha beta delta"), Chunk(id="rare", text="gamma zeta eta theta iota kappa"),
+                Chunk(id="near", text="alpha beta alpha beta"),
+                *(Chunk(id=f"z{i:02d}", text=f"alpha beta filler{i}") for i in range(6))]
+
+
+@pytest.mark.parametrize(("retriever", "shown", "distractor"), [(Retriever.BM25, ["gold", "rare"], "near"),
+                                                                 (Retriever.DENSE, ["gold", "a1"], "near")])
+async def test_best_non_gold_is_what_the_reference_retriever_ranks_next(
+        tmp_path: Path, retriever: Retriever, shown: list[str], distractor: str) -> None:
+    """Under BM25 the distractor is BM25's best chunk outside its top-k, not the dense ranking's (which would be
+    "a1" after BM25's top 2)."""
+    vectors = VectorStore.persistent(tmp_path / "chroma", HashingEmbedding())
+    vectors.index("apart", RANKED_APART)
+    assert [c.id for c in BM25Index(RANKED_APART).top_k(SAMPLE.question, 3)] == ["gold", "rare", "near"]
+    assert [c.id for c in vectors.query("apart", SAMPLE.question, 3, None)] == ["gold", "a1", "near"]
+    config = EvalConfig(top_k=2, perturbations=PerturbationSpec(
+        kinds=(ConditionKind.REPLACE,), distractor=DistractorPolicy.BEST_NON_GOLD))
+    system = ReferenceRAG(vectors, "apart", ExtractiveGenerator(), retriever=retriever)
+    with RecordStore(tmp_path / "records.sqlite") as store:
+        context = make_context(store, config, [], system)
+        context.vectors, context.collection = vectors, "apart"
+        update = await retrieve_perturb({"run_id": "r", "sample": SAMPLE}, Runtime(context=context))
+    made = update["retrievals"]
+    assert [c.id for c in made["normal"].chunks] == shown
+    replaced = made[f"replace:{shown[1]}"]
+    assert [c.id for c in replaced.chunks] == [shown[0], distractor]
