@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -353,10 +354,7 @@ def _refit(store: RecordStore, human: list[HumanLabel], run_id: str | None, judg
                                             folds=folds, seed=seed)
         except (ValueError, RuntimeError) as error:
             _fail(str(error))
-        for model in stacked:
-            console.print(escape(f"{model.describe()} against the agreed labels of {source[0]}"))
-        for reason in refused:
-            console.print(escape(reason))
+        _print_stacked(stacked, refused, f"the agreed labels of {source[0]}")
     if save_profile is not None:
         _save(CalibrationProfile(suite=STORED_LABELS, data_file=source[0], data_sha256=source[1],
                                  thresholds=tuple(thresholds), stacked=tuple(stacked)), save_profile)
@@ -467,12 +465,17 @@ def _stacked(suite: Suite, file: Path, fit_on: str | None, limit: int | None, fo
                                                     seed=seed, reference=_FIT_ON[fit_on] if fit_on else None)
     except (ValueError, RuntimeError) as error:
         _fail(str(error))
+    _print_stacked(fitted, refused, f"'{reference}'")
+    return fitted
+
+
+def _print_stacked(fitted: Sequence[StackedModel], refused: Sequence[str], labels: str) -> None:
+    """Each stacked model fit, with its held-out and in-sample figures, and each refusal."""
     for model in fitted:
-        console.print(escape(f"{model.describe()} against '{reference}'; in-sample AUROC {model.in_sample_auroc:.3f}, "
+        console.print(escape(f"{model.describe()} against {labels}; in-sample AUROC {model.in_sample_auroc:.3f}, "
                              f"kappa {model.in_sample_kappa:.3f}; C {model.regularisation:g}"))
     for reason in refused:
         console.print(escape(reason))
-    return fitted
 
 
 def register(app: typer.Typer) -> None:
