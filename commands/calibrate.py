@@ -393,6 +393,14 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
         check_model_specs(config, str(config_file) if config_file else "options")
     except (ConfigError, ValueError) as error:
         _fail(str(error))
+    try:
+        profile = load_profile(config)
+    except ConfigError as error:
+        _fail(str(error))
+    if suite is Suite.RAGCHECKER and profile is not None:
+        # The pairs are pairwise: judges' thresholds (binary kinds) never decide them, and the profile's tie margin
+        # is the jury's, measured by the suite (a transfer row), so the judges are built without the profile.
+        config = config.with_overrides(calibration_profile=None)
     store = Workspace(home).open_store()
     try:
         try:
@@ -406,7 +414,7 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
                 suite, file, judges, models, store, limit=limit, baselines=baselines,
                 aspects=tuple(dict.fromkeys(aspects or [HumanAspect.OVERALL])), seed=seed, n_resamples=bootstrap,
                 fit=objective, fit_on=_FIT_ON[fit_on] if fit_on else None, folds=folds,
-                concurrency=config.llm_concurrency, progress=_told(tracker), profile=load_profile(config)))
+                concurrency=config.llm_concurrency, progress=_told(tracker), profile=profile))
     except DatasetErrors as error:
         fail_all(error, "fix them and calibrate again")
     except DatasetError as error:

@@ -82,15 +82,19 @@ def print_transfer(report: SuiteReport) -> None:
         return
     print_table(Table(title=escape(f"calibration profile fit on {report.profile_file}, measured on {report.file}")),
                 ["judge", "kind", "objective", "against", "cv where fit", "here, calibrated",
-                 "here, uncalibrated (or the offline judge named)"],
+                 "here, uncalibrated (or the judge or jury rule named)"],
                 [[r.judge_id, str(r.kind), str(r.objective), r.reference,
                   "n/a" if r.profile_cv is None else f"{r.profile_cv:.3f}", figure(r.calibrated),
                   figure(r.uncalibrated) + ("" if r.baseline is None else f" ({r.baseline})")]
                  for r in report.transfer])
     for row in report.transfer:
         if row.worse:
-            what, against = (("the profile's threshold", "the uncalibrated judge's") if row.baseline is None else
-                             ("the profile's stacked model", f"the {row.baseline} judge's"))
+            if row.kind is CheckKind.PAIRWISE:
+                what, against = "the profile's tie margin (mean_probability)", f"the {row.baseline} jury's"
+            elif row.baseline is None:
+                what, against = "the profile's threshold", "the uncalibrated judge's"
+            else:
+                what, against = "the profile's stacked model", f"the {row.baseline} judge's"
             console.print(escape(f"WARNING: {row.judge_id} {row.kind}: {what} gives {row.objective} "
                                  f"{figure(row.calibrated)} on this set, below {against} "
                                  f"{figure(row.uncalibrated)}: the profile does not transfer here"), style="yellow")

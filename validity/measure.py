@@ -360,6 +360,13 @@ def _preference(labels: Sequence[Label | None]) -> list[float | None]:
     return [None if label is None else _PREFERENCE[label] for label in labels]
 
 
+def annotators_mean(items: Sequence[CalibrationItem]) -> tuple[list[float | None], list[Label | None]]:
+    """Per pair, the annotators' mean score and its label (B above 0, A below, Tie at 0): one label a pair, the
+    reference the tie margin is fit and measured against. None where no annotator scored it."""
+    means = [mean(item.human_numbers.values()) if item.human_numbers else None for item in items]
+    return means, [None if m is None else Label.B if m > 0 else Label.A if m < 0 else Label.TIE for m in means]
+
+
 def fit_pairwise_jury(items: Sequence[CalibrationItem], probabilities: Sequence[DecisionProbabilities],
                       judge_models: Mapping[str, str], references: Sequence[str], objective: ThresholdObjective, *,
                       folds: int = 5, seed: int = 0) -> PairwiseJuryFit:
@@ -367,8 +374,7 @@ def fit_pairwise_jury(items: Sequence[CalibrationItem], probabilities: Sequence[
     annotations never sit on both sides of a fold), scored k-fold: each fold's labels come from the margin fit on
     the other folds. `probabilities[i]` is the jury's mean (P_A, P_B, P_Tie) on `items[i]`; `references` are
     the items' human label references (annotators, agreeing annotators) the before/after kappas are taken on."""
-    means = [mean(item.human_numbers.values()) if item.human_numbers else None for item in items]
-    truth = [None if m is None else Label.B if m > 0 else Label.A if m < 0 else Label.TIE for m in means]
+    means, truth = annotators_mean(items)
     fitted = [i for i, t in enumerate(truth) if t is not None and probabilities[i].na_reason is None]
     if not fitted:
         raise ValueError("no pair has both human scores and the jury's probabilities: no tie margin to learn")

@@ -16,12 +16,14 @@ from ragcourt.data.loaders import HumanAspect, load_ragchecker_pairs
 from ragcourt.data.validity_sets import load_hotpotqa_paragraphs, load_ragchecker_baseline, load_wice
 from ragcourt.judging import BaselineJudge, Judge
 from ragcourt.judging.learned import LearnedJudge
+from ragcourt.metrics.dice import jury_label
 from ragcourt.metrics.thresholds import objective_value
 from ragcourt.nodes.tournament_state import QuestionOutcome
 from ragcourt.schema import Check, CheckKind, Label, MetricValue, Verdict, content_id
 from ragcourt.schema.calibration import CalibrationProfile, LearnedThreshold, ThresholdObjective
+from ragcourt.schema.config import PairwiseJury
 from ragcourt.stores.records import RecordStore
-from ragcourt.validity.calibration import CONSENSUS, CalibrationItem, annotator_name, judge_ragchecker
+from ragcourt.validity.calibration import CONSENSUS, JURY, CalibrationItem, annotator_name, judge_ragchecker
 from ragcourt.validity.measure import (
     ANNOTATORS_MEAN,
     HOTPOTQA_SUPPORTING,
@@ -32,6 +34,7 @@ from ragcourt.validity.measure import (
     LabelledCheck,
     PairwiseJuryFit,
     Suite,
+    annotators_mean,
     file_sha256,
     fit_pairwise_jury,
     hotpotqa_checks,
@@ -167,6 +170,24 @@ def _stacked_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled
     return rows
 
 
+def margin_transfer_row(profile: CalibrationProfile, margin: LearnedThreshold, items: Sequence[CalibrationItem],
+                        outcomes: Sequence[QuestionOutcome]) -> TransferRow:
+    """The profile's tie margin on these pairs: the mean_probability jury with it against the majority_tie jury
+    (the uncalibrated rule), by the margin's objective against the annotators' mean label, beside its
+    cross-validated figure where it was fit. Pairs without the jury's probabilities or a human score are left
+    out, as the fit leaves them out."""
+    _, truth = annotators_mean(items)
+    kept = [i for i, t in enumerate(truth) if t is not None and outcomes[i].probabilities.na_reason is None]
+    truths = [truth[i] for i in kept]
+    after = [jury_label(outcomes[i].probabilities, PairwiseJury.MEAN_PROBABILITY, margin.threshold) for i in kept]
+    before = [items[i].judges.get(JURY) for i in kept]
+    return TransferRow(judge_id=margin.judge_id, kind=CheckKind.PAIRWISE, objective=margin.objective,
+                       reference=ANNOTATORS_MEAN, profile_file=profile.data_file, profile_cv=margin.cross_validated,
+                       calibrated=objective_value(margin.objective, after, truths),
+                       uncalibrated=objective_value(margin.objective, before, truths),
+                       baseline=str(PairwiseJury.MAJORITY_TIE))
+
+
 def _with_consensus(item: CalibrationItem) -> CalibrationItem:
     given = set(item.human.values())
     if len(item.human) < 2 or len(given) != 1:
@@ -239,6 +260,12 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
             kinds.append(kind_validity(CheckKind.PAIRWISE, f"ragchecker {aspect}", items, judge_ids,
                                        references=_references(annotators), ceiling_pairs=ceiling,
                                        graded_references=annotators, **options))
+        margin = None if profile is None else profile.tie_margin()
+        if profile is not None and margin is None:
+            raise ValueError(f"the calibration profile fit on {profile.data_file} has no pairwise tie margin: on the "
+                             "RAGChecker pairs only a margin is measured (judges' thresholds decide binary checks)")
+        if profile is not None and margin is not None:
+            transfer = [margin_transfer_row(profile, margin, by_aspect[aspects[0]], outcomes)]
         if fit is not None:  # on the first aspect asked (overall by default): one margin per profile
             jury_fit = fit_ragchecker_jury(by_aspect[aspects[0]], outcomes,
                                            {j: judge_models.get(j, j) for j in judge_ids}, fit, folds=folds,

@@ -126,3 +126,52 @@ def test_the_pairs_refuse_what_they_cannot_learn(tmp_path: Path) -> None:
                                "--save-profile", str(path), *home])
     assert wice.exit_code == 2 and "--fit-on chooses among WiCE's labels" in _said(wice.output)
     assert not path.exists()
+
+
+def _transfer_row(output: str) -> list[str]:
+    """The one row of print_transfer's table (a margin profile measured on the pairs)."""
+    shown = output[output.index("calibration profile fit on"):]
+    return next([c.strip() for c in line.strip().strip("│").split("│")] for line in shown.splitlines()
+                if line.startswith("│"))
+
+
+def test_a_margin_profile_is_measured_on_pairs_and_warns_where_it_does_worse(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 3 for the tie margin: `--suite ragchecker --config` with a margin profile measures it beside
+    its cross-validated figure, against the majority_tie jury. On the data it was fit on, the margin's figure is
+    its in-sample one and the jury's is the table's "before" (kappa 0.291 / 0.212, the README's)."""
+    monkeypatch.setattr(console, "width", 300)
+    runner = CliRunner()
+    home = ["--home", str(tmp_path / "home"), "--bootstrap", "20"]
+    fitted = tmp_path / "margin.json"
+    made = runner.invoke(app, ["calibrate", "--pairs", str(BUNDLED), *JUDGES, "--fit-threshold", "kappa",
+                               "--save-profile", str(fitted), *home])
+    assert made.exit_code == 0, made.output
+    # A margin of 1 makes every pair a Tie (|P_B - P_A| <= 1): kappa 0, below the jury's 0.212. (Below 1 and above
+    # 0.5 it is majority_tie itself for two judges without probabilities: only a shared vote leads by more.)
+    wide = tmp_path / "wide.json"
+    profile = CalibrationProfile.load(fitted)
+    wide.write_text(profile.model_copy(update={"thresholds": (_margin(profile).model_copy(
+        update={"threshold": 1.0}),)}).model_dump_json(), encoding="utf-8")
+    for path, calibrated, warned in ((fitted, "0.291", False), (wide, "0.000", True)):
+        config = tmp_path / f"{path.stem}.yaml"
+        config.write_text(f"judges:\n  - model: lexical\n  - model: semantic\ncalibration_profile: {path}\n",
+                          encoding="utf-8")
+        result = runner.invoke(app, ["calibrate", "--suite", "ragchecker", "--file", str(BUNDLED), "--config",
+                                     str(config), *home])
+        assert result.exit_code == 0, result.output
+        row = _transfer_row(result.output)
+        assert row[:5] == ["jury", "pairwise", "kappa", "annotators' mean", "0.291"]
+        assert row[5].startswith(calibrated) and row[6].startswith("0.212") and row[6].endswith("(majority_tie)")
+        warning = ("WARNING: jury pairwise: the profile's tie margin (mean_probability) gives kappa 0.000")
+        assert (warning in _said(result.output)) is warned
+    thresholds_only = tmp_path / "thresholds.json"
+    thresholds_only.write_text(profile.model_copy(update={"thresholds": (_margin(profile).model_copy(
+        update={"judge_id": "lexical", "kind": CheckKind.CLAIM_SUPPORTED, "judge_model": "lexical"}),)}
+    ).model_dump_json(), encoding="utf-8")
+    config = tmp_path / "thresholds.yaml"
+    config.write_text(f"judges:\n  - model: lexical\n  - model: semantic\ncalibration_profile: {thresholds_only}\n",
+                      encoding="utf-8")
+    refused = runner.invoke(app, ["calibrate", "--suite", "ragchecker", "--file", str(BUNDLED), "--config",
+                                  str(config), *home])
+    assert refused.exit_code == 2 and "has no pairwise tie margin" in _said(refused.output)
