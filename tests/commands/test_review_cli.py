@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
+from ragcourt.commands.output import console
 from ragcourt.runs.api import evaluate
 from ragcourt.schema import Chunk, Label, ReviewAction, Sample
 from ragcourt.schema.config import EvalConfig, JudgeSpec
@@ -70,7 +71,8 @@ def test_a_typo_is_asked_again_and_the_next_reply_decides(home: Path) -> None:
     assert reviews[first.check_id].action is ReviewAction.OVERRIDE and reviews[first.check_id].label is Label.NO
 
 
-def test_summary_shows_the_remaining_uncertainty_and_the_jury(home: Path) -> None:
+def test_summary_shows_the_remaining_uncertainty_and_the_jury(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console, "width", 200)  # headings on one line: "pending escalations" is looked for whole
     code, out = invoke("summary", RUN, "--jury", home=home)
     assert code == 0
     assert "remaining uncertainty given the reviews so far" in out and "pending escalations" in out
