@@ -109,3 +109,14 @@ def _wide_table() -> Table:
     table.add_column("why")
     table.add_row("a reason long enough to wrap at eighty columns when the table is printed to a pipe, twice over")
     return table
+
+
+def test_a_question_line_shows_both_sides_of_element_coverage_in_order() -> None:
+    from ragcourt.commands.output import question_metrics
+    from ragcourt.schema import MetricValue, SampleDiagnostics
+
+    metrics = (MetricValue(name="element_answer_coverage", value=0.5, n=2),
+               MetricValue(name="c_prec@5", value=1.0, n=5), MetricValue(name="element_coverage", value=None, n=0, na_reason="the sample has no elements"),
+               MetricValue(name="soft_relevance", value=0.3, n=1))  # not a headline: not shown
+    line = question_metrics(SampleDiagnostics(run_id="r", sample_id="s", question="q", metrics=metrics))
+    assert line == "c_prec=1.00  element_coverage=n/a  element_answer_coverage=0.50"
