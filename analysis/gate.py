@@ -4,7 +4,9 @@ config's `fail_under`, the pytest plugin's thresholds), and a comparison's drops
 
 A gate never passes a figure it cannot see: a mean that is n/a fails with the reason it is n/a (unless n/a
 is allowed), and every failure line carries the counts behind the figure (samples, unscored checks,
-escalated checks), so a CI log says how much to trust the number that stopped the build.
+escalated checks), so a CI log says how much to trust the number that stopped the build. A sample's figure
+judged without a split that failed (flagged, `InputFlag`) counts as that sample's n/a: the gated mean is the
+other samples' (unless flagged figures are counted), so a fault of the decomposer cannot pass a gate.
 """
 
 from __future__ import annotations
@@ -77,9 +79,12 @@ class GateFailure:
     n_escalated: int = 0
     n_na: int = 0
     na_reason: str | None = None
+    n_flagged: int = 0  # flagged figures left out of `value` (as n/a)
 
     def line(self) -> str:
         counts = f"n={self.n_samples}, {self.n_unscored} unscored, {self.n_escalated} escalated"
+        if self.n_flagged:
+            counts += f", {self.n_flagged} flagged left out"
         if self.value is None:
             return f"FAIL {self.metric} n/a (minimum {self.threshold:.3f}): {self.na_reason} ({counts})"
         return f"FAIL {self.metric} {self.value:.3f} < {self.threshold:.3f} ({counts})"
@@ -98,31 +103,37 @@ def na_reasons(diagnostics: Iterable[SampleDiagnostics], metrics: Iterable[str])
 
 
 def gate_summary(summary: RunSummary, thresholds: Mapping[str, float], *, allow_na: bool = False,
-                 reasons: Mapping[str, str] | None = None,
-                 diagnostics: Sequence[SampleDiagnostics] = ()) -> list[GateFailure]:
+                 reasons: Mapping[str, str] | None = None, diagnostics: Sequence[SampleDiagnostics] = (),
+                 count_flagged: bool = False) -> list[GateFailure]:
     """The figures of `summary` below their minimum, in the order of `thresholds`. A metric that is n/a
     (no sample has a value, or the run does not report it) fails with its reason unless `allow_na`;
-    `reasons` (from `na_reasons`) say why per metric, `diagnostics` name the failed samples."""
+    `reasons` (from `na_reasons`) say why per metric, `diagnostics` name the failed samples. A flagged figure
+    is its sample's n/a (`MetricRow.gated_mean`) unless `count_flagged`."""
     rows: dict[str, MetricRow] = {row.name: row for row in summary.metrics}
     failed = [d.sample_id for d in diagnostics if d.status is SampleStatus.FAILED]
     failures = []
     for name, minimum in thresholds.items():
         row = rows.get(name)
-        if row is None or row.mean is None:
+        mean = row.gated_mean(count_flagged) if row is not None else None
+        left_out = 0 if row is None or count_flagged else row.n_flagged
+        if row is None or mean is None:
             if allow_na:
                 continue
             if row is None:
                 why = (f"this run reports no {name} (its metrics: {', '.join(sorted(rows)) or 'none'}; "
                        "a method or condition that computes it is not configured)")
+            elif row.mean is not None:  # every value is flagged
+                why = (f"all {row.n_flagged} sample value(s) are flagged: judged without a split that failed "
+                       "(--count-flagged counts them)")
             else:
                 why = (reasons or {}).get(name) or f"{row.n_na} sample(s) n/a"
             if failed:
                 why += f"; {len(failed)} sample(s) failed: {', '.join(failed[:5])}{', ...' if len(failed) > 5 else ''}"
             failures.append(GateFailure(name, None, minimum, 0, row.n_unscored if row else 0,
-                                        row.n_escalated if row else 0, row.n_na if row else 0, why))
-        elif row.mean < minimum:
-            failures.append(GateFailure(name, row.mean, minimum, row.n_samples, row.n_unscored, row.n_escalated,
-                                        row.n_na))
+                                        row.n_escalated if row else 0, row.n_na if row else 0, why, left_out))
+        elif mean < minimum:
+            failures.append(GateFailure(name, mean, minimum, row.n_samples - left_out, row.n_unscored,
+                                        row.n_escalated, row.n_na, n_flagged=left_out))
     return failures
 
 

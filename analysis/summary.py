@@ -20,6 +20,12 @@ class MetricRow:
     n_na: int  # samples where the metric was n/a
     n_unscored: int  # units left out over all samples because their checks were unscored
     n_escalated: int  # escalated checks behind the figure
+    n_flagged: int = 0  # samples whose value was judged without a split that failed (InputFlag), in the mean
+    unflagged_mean: float | None = None  # the mean of the other samples' values (when n_flagged)
+
+    def gated_mean(self, count_flagged: bool = False) -> float | None:
+        """The mean a gate compares: without the flagged values (as if they were n/a) unless `count_flagged`."""
+        return self.mean if count_flagged or not self.n_flagged else self.unflagged_mean
 
 
 @dataclass(frozen=True)
@@ -40,24 +46,57 @@ class RunSummary:
     unscored_by_judge: tuple[tuple[str, int, int], ...] = ()
     # the judges with at least one scored verdict: only they can have decided a check another judge left
     scored_judges: tuple[str, ...] = ()
+    n_failed_splits: int = 0  # splits the samples needed that the decomposer gave no scored result for
+    n_flagged_samples: int = 0  # samples with a figure judged without such a split (MetricRow.n_flagged)
+
+    @property
+    def n_flagged_figures(self) -> int:
+        return sum(row.n_flagged for row in self.metrics)
+
+    def header(self) -> str:
+        """The run's counts in one line (the title of its summary table); failed splits beside unscored verdicts:
+        either leaves work undecided, a failed split all the checks of its units."""
+        return (f"run {self.run_id}: {self.n_samples} samples ({self.n_failed} failed), {self.n_checks} checks, "
+                f"{self.n_unscored} unscored verdicts, {self.n_failed_splits} failed splits, {self.n_escalated} "
+                f"escalated ({self.n_pending} awaiting review)")
+
+    def flagged_line(self) -> str | None:
+        """What the flagged figures are and how a gate reads them; None when there is none."""
+        if not self.n_flagged_figures:
+            return None
+        return (f"flagged: {self.n_flagged_figures} figures of {self.n_flagged_samples} samples were judged in a call "
+                "without the units of a split that failed (their sample's failed_splits); they are in the means "
+                "above, and --fail-under leaves them out as n/a unless --count-flagged")
 
 
 def metric_totals(diagnostics: Iterable[SampleDiagnostics]) -> list[MetricTotals]:
     """`RecordStore.metric_totals` over diagnostics already read."""
     values: dict[str, list[float]] = {}
+    flagged: dict[str, list[bool]] = {}
     counts: dict[str, list[int]] = {}
     for d in diagnostics:
         for m in d.metrics:
             found = values.setdefault(m.name, [])
+            marks = flagged.setdefault(m.name, [])
             tally = counts.setdefault(m.name, [0, 0, 0])
             if m.value is None:
                 tally[0] += 1
             else:
                 found.append(m.value)
+                marks.append(m.flag is not None)
             tally[1] += m.n_unscored
             tally[2] += m.n_escalated
     return [MetricTotals(name=name, values=tuple(values[name]), n_na=counts[name][0], n_unscored=counts[name][1],
-                         n_escalated=counts[name][2]) for name in sorted(values)]
+                         n_escalated=counts[name][2], flagged=tuple(flagged[name]) if any(flagged[name]) else ())
+            for name in sorted(values)]
+
+
+def _row(t: MetricTotals) -> MetricRow:
+    # fsum is exactly rounded: a mean must not depend on the order the samples finished in (the store's order)
+    unflagged = [v for v, flagged in zip(t.values, t.flagged, strict=True) if not flagged] if t.flagged else []
+    return MetricRow(t.name, math.fsum(t.values) / len(t.values) if t.values else None, len(t.values), t.n_na,
+                     t.n_unscored, t.n_escalated, n_flagged=sum(t.flagged),
+                     unflagged_mean=math.fsum(unflagged) / len(unflagged) if unflagged else None)
 
 
 def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] | None = None,
@@ -76,18 +115,16 @@ def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] |
         split = store.element_split_attribution(run_id)
         failures = store.failed_samples(run_id)
         n_samples = store.count_diagnostics(run_id)
+        n_failed_splits, n_flagged_samples = store.count_failed_splits(run_id), store.count_flagged_samples(run_id)
     else:
         totals = metric_totals(diagnostics)
         statuses = Counter(e.status for d in diagnostics for e in d.elements)
         split = split_attribution(e for d in diagnostics for e in d.elements)
         failures = [(d.sample_id, d.error) for d in diagnostics if d.status is SampleStatus.FAILED]
         n_samples = len(diagnostics)
-    # fsum is exactly rounded: a mean must not depend on the order the samples finished in (the store's order)
-    rows = tuple(
-        MetricRow(t.name, math.fsum(t.values) / len(t.values) if t.values else None, len(t.values), t.n_na,
-                  t.n_unscored, t.n_escalated)
-        for t in totals
-    )
+        n_failed_splits = sum(len(d.failed_splits) for d in diagnostics)
+        n_flagged_samples = sum(any(m.flag is not None and m.value is not None for m in d.metrics) for d in diagnostics)
+    rows = tuple(_row(t) for t in totals)
     shares = status_shares(Counter(statuses).elements(), split)
     return RunSummary(
         run_id=run_id, n_samples=n_samples, n_failed=len(failures),
@@ -99,6 +136,7 @@ def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] |
         failures=tuple((sample_id, error or "") for sample_id, error in failures),
         unscored_by_judge=_unscored_by_judge(tallies),
         scored_judges=tuple(sorted({t.judge_id for t in tallies if t.status is VerdictStatus.OK and t.n_verdicts})),
+        n_failed_splits=n_failed_splits, n_flagged_samples=n_flagged_samples,
     )
 
 

@@ -14,7 +14,9 @@ against the clean one once.
 Printed, and returned by `measure` (which tests/scenarios/reliability/test_rel_fault_rerun.py calls): faults by
 kind; verdicts after each call by status and reason; samples and verdicts lost (a check of the run without one
 verdict per judge) or duplicated (a diagnostics line or verdict twice); the server's replies that repeated an
-answered conversation; and the samples whose figures differ from the clean run's.
+answered conversation; the samples whose figures differ from the clean run's, and which of them are not
+flagged (a sample whose split failed says so: its failed splits and the InputFlag of each figure they touch);
+and the run's header and flagged-figures line after the last call, as `ragcourt run` prints them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragcourt.analysis.summary import summarize
 from ragcourt.runs import api
 from ragcourt.runs.runner import DIAGNOSTICS_FILE
 from ragcourt.runs.workspace import Workspace
@@ -76,6 +79,9 @@ class RunState:
     lost: int = 0  # checks of the run without a verdict from each judge, and samples without diagnostics
     duplicated: int = 0  # verdicts stored twice for one (check, judge), and samples listed twice in the stream
     diagnostics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    flagged: set[str] = field(default_factory=set)  # samples with a failed split (so with flagged figures)
+    header: str = ""  # the run's summary header
+    flagged_line: str | None = None
 
 
 def run_state(home: Path, run_id: str, n_samples: int) -> RunState:
@@ -87,7 +93,11 @@ def run_state(home: Path, run_id: str, n_samples: int) -> RunState:
         state.duplicated = sum(n - 1 for n in keys.values())
         state.lost = sum((c.id, j) not in keys for c in checks for j in JUDGE_MODELS)
         state.verdicts = Counter("ok" if v.scored else f"unscored/{v.unscored_reason}" for v in verdicts)
-        state.diagnostics = {d.sample_id: comparable(d) for d in store.get_diagnostics(run_id)}
+        stored = store.get_diagnostics(run_id)
+        state.diagnostics = {d.sample_id: comparable(d) for d in stored}
+        state.flagged = {d.sample_id for d in stored if d.failed_splits or any(m.flag for m in d.metrics)}
+        summary = summarize(store, run_id)
+        state.header, state.flagged_line = summary.header(), summary.flagged_line()
     state.lost += n_samples - len(state.diagnostics)
     lines = (home / "runs" / run_id / DIAGNOSTICS_FILE).read_text().splitlines()
     state.duplicated += len(lines) - len({json.loads(line)["sample_id"] for line in lines})
@@ -103,6 +113,7 @@ class Measured:
     answered: int  # conversations answered over both calls
     clean_answered: int  # conversations the clean server answered
     differing: list[str]  # samples whose figures differ from the clean run's after the last call
+    unflagged: list[str] = field(default_factory=list)  # those of them not flagged (what must never happen)
 
     @property
     def first(self) -> RunState:
@@ -134,11 +145,12 @@ def measure(n_samples: int, rate: float, seed: int, timeout_s: float, folder: Pa
                                  home=folder / "clean")
         clean_stats = stats(clean)
     expected = run_state(folder / "clean", reference.run_id, n_samples).diagnostics
+    differing = sorted(s for s in expected if states[-1].diagnostics.get(s) != expected[s])
     return Measured(
         faults=dict(sorted(faulty_stats["faults"].items())), chat_requests=faulty_stats["chat_requests"],
         states=states, repeated_answers=faulty_stats["repeated_answers"], answered=faulty_stats["answered_conversations"],
         clean_answered=clean_stats["answered_conversations"],
-        differing=sorted(s for s in expected if states[-1].diagnostics.get(s) != expected[s]),
+        differing=differing, unflagged=[s for s in differing if s not in states[-1].flagged],
     )
 
 
@@ -159,7 +171,12 @@ def report(m: Measured, n_samples: int, rate: float, seed: int, decomposer: str)
         f"server replies that repeated an answered conversation: {m.repeated_answers}; conversations answered: "
         f"{m.answered} (the clean server: {m.clean_answered})",
         f"samples whose figures differ from the fault-free run after the last call: {len(m.differing)}"
-        + (f" ({', '.join(m.differing)})" if m.differing else ""),
+        + (f" ({', '.join(m.differing)})" if m.differing else "")
+        + f"; not flagged: {len(m.unflagged)}" + (f" ({', '.join(m.unflagged)})" if m.unflagged else ""),
+        f"flagged samples after the last call: {len(m.again.flagged)}"
+        + (f" ({', '.join(sorted(m.again.flagged, key=lambda s: int(s[1:])))})" if m.again.flagged else ""),
+        f"header: {m.again.header}",
+        *([m.again.flagged_line] if m.again.flagged_line else []),
     ]
     return "\n".join(lines)
 

@@ -36,24 +36,28 @@ def thresholds_of(config: EvalConfig, config_source: str, items: Sequence[str] |
 
 
 def enforce_fail_under(workspace: Workspace, summary: RunSummary, thresholds: dict[str, float],
-                       allow_na: bool) -> None:
+                       allow_na: bool, count_flagged: bool = False) -> None:
     """Print one line per figure below its minimum (or n/a, unless `allow_na`) and exit 1 if any; else one
-    line saying the gate passed."""
+    line saying the gate passed. A flagged sample figure counts as n/a unless `count_flagged`."""
     if not thresholds:
         return
-    missing = [row.name for row in summary.metrics if row.name in thresholds and row.mean is None]
+    missing = [row.name for row in summary.metrics if row.name in thresholds and row.gated_mean(count_flagged) is None]
     diagnostics = []
     if missing or summary.n_failed:  # only then are the per-sample reasons read
         with workspace.open_store() as store:
             diagnostics = store.get_diagnostics(summary.run_id)
     failures = gate_summary(summary, thresholds, allow_na=allow_na, reasons=na_reasons(diagnostics, missing),
-                            diagnostics=diagnostics)
+                            diagnostics=diagnostics, count_flagged=count_flagged)
     for failure in failures:
         console.print(escape(failure.line()), style="red", soft_wrap=True)  # one line each, whatever the width
     if failures:
         raise typer.Exit(GATE_FAILED)
     shown = ", ".join(f"{name} >= {minimum:g}" for name, minimum in thresholds.items())
-    console.print(escape(f"gate passed: {shown}{' (n/a allowed)' if allow_na else ''}"), soft_wrap=True)
+    flagged = sum(row.n_flagged for row in summary.metrics if row.name in thresholds)
+    notes = [*(["n/a allowed"] if allow_na else []),
+             *([f"{flagged} flagged figures {'counted' if count_flagged else 'left out as n/a'}"] if flagged else [])]
+    said = f" ({'; '.join(notes)})" if notes else ""
+    console.print(escape(f"gate passed: {shown}{said}"), soft_wrap=True)
 
 
 def enforce_no_regression(frame: pd.DataFrame, fail_on_any_drop: bool) -> None:

@@ -69,12 +69,16 @@ QUESTION_METRICS = (MetricName.C_PRECISION, MetricName.COMPLETENESS, MetricName.
 
 
 def question_metrics(d: SampleDiagnostics) -> str:
-    """`c_prec=1.00  completeness=0.50 ...`: the QUESTION_METRICS the sample has, n/a where one is not available."""
+    """`c_prec=1.00  completeness=0.50 ...`: the QUESTION_METRICS the sample has, n/a where one is not available;
+    with a failed split, a `*` on each value judged without it and the splits named at the end."""
     shown = []
     for name in QUESTION_METRICS:
         metric = next((m for m in d.metrics if MetricKey.of(m.name).base == name), None)
         if metric is not None:
-            shown.append(f"{name}={'n/a' if metric.value is None else f'{metric.value:.2f}'}")
+            value = "n/a" if metric.value is None else f"{metric.value:.2f}{'*' if metric.flag else ''}"
+            shown.append(f"{name}={value}")
+    if d.failed_splits:
+        shown.append(f"failed splits: {', '.join(d.failed_splits)} (* judged without them)")
     return "  ".join(shown)
 
 
@@ -141,14 +145,14 @@ def _cell(value: object) -> str:
 
 
 def print_summary(summary: RunSummary) -> None:
-    table = Table(title=f"run {escape(summary.run_id)}: {summary.n_samples} samples ({summary.n_failed} failed), "
-                  f"{summary.n_checks} checks, {summary.n_unscored} unscored verdicts, "
-                  f"{summary.n_escalated} escalated ({summary.n_pending} awaiting review)")
+    table = Table(title=escape(summary.header()))
     print_table(table, ["metric", "mean", "samples", "n/a", "unscored checks", "escalated checks"],
                 [[row.name, "n/a" if row.mean is None else f"{row.mean:.3f}", str(row.n_samples), str(row.n_na),
                   str(row.n_unscored), str(row.n_escalated)] for row in summary.metrics])
     if summary.unscored_by_judge:
         console.print(escape(unscored_by_judge_line(summary)))
+    if (flagged := summary.flagged_line()) is not None:
+        console.print(escape(flagged))
 
 
 def unscored_by_judge_line(summary: RunSummary) -> str:

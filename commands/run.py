@@ -66,6 +66,9 @@ def run(
         help="repeatable METRIC=VALUE (e.g. element_coverage=0.6, c_prec@5=0.5; names as in the summary): exit 1 "
              "with one line per run mean below its minimum, or n/a; over the config's fail_under")] = None,
     allow_na: Annotated[bool, typer.Option(help="a gated metric that is n/a passes instead of failing")] = False,
+    count_flagged: Annotated[bool, typer.Option(
+        help="--fail-under counts the sample figures flagged as judged without a split that failed (by default "
+             "they are left out of the gated mean, as that sample's n/a)")] = False,
     workers: Annotated[int | None, typer.Option(
         min=1, help="evaluate on N Dask worker processes of a local cluster on 127.0.0.1 (needs ragcourt[distributed] "
                     "and a PostgreSQL --store; the config's llm_concurrency is split across them)")] = None,
@@ -145,7 +148,7 @@ def run(
     finally:
         telemetry.shutdown()  # sends the spans still batched
     console.print(escape(f"run {run_id}: {workspace.run_dir(run_id)}"))
-    enforce_fail_under(workspace, summary, thresholds, allow_na)  # last: exit 1 when a figure fails
+    enforce_fail_under(workspace, summary, thresholds, allow_na, count_flagged)  # last: exit 1 when a figure fails
 
 
 def _dask_engine(workspace: Workspace, config: EvalConfig, system: str, workers: int | None, scheduler: str | None,

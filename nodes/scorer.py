@@ -11,10 +11,12 @@ from typing import NamedTuple
 
 from langgraph.runtime import Runtime
 
+from ragcourt.judging import SampleJudge
 from ragcourt.judging.llm_judge import claims_target_text
 from ragcourt.metrics import cuer, qcare, reference
 from ragcourt.metrics.elements import ANSWER_SIDE, CONTEXT_SIDE, JuryValue, element_coverage, element_outcome
 from ragcourt.metrics.values import Decision, MetricKey, MetricName, NaCause, any_true, not_available
+from ragcourt.nodes.claims import judged_trace_conditions
 from ragcourt.nodes.state import EvalContext, SampleState
 from ragcourt.schema import (
     LOOSE,
@@ -23,7 +25,10 @@ from ragcourt.schema import (
     CheckKind,
     Claim,
     ConfidenceSource,
+    DecompositionKind,
     ElementOutcome,
+    FigureFlag,
+    InputFlag,
     Label,
     MetricValue,
     Reconciled,
@@ -141,6 +146,11 @@ def _sufficiency(decisions: Decisions, subquery: SubQuery, claims: Sequence[Clai
 REFERENCE_KINDS = (CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_ANSWER, CheckKind.ELEMENT_IN_CHUNK)
 REFERENCE_METRICS = (MetricName.CLAIM_PRECISION, MetricName.ELEMENT_RECALL, MetricName.FACTUAL_F1,
                      MetricName.CONTEXT_PRECISION_REF)
+# The check kinds each reference figure is decided by, whose escalations it counts.
+REFERENCE_METRIC_KINDS = {MetricName.CLAIM_PRECISION.value: (CheckKind.CLAIM_IN_REFERENCE,),
+                          MetricName.ELEMENT_RECALL.value: (CheckKind.ELEMENT_IN_ANSWER,),
+                          MetricName.FACTUAL_F1.value: (CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_ANSWER),
+                          MetricName.CONTEXT_PRECISION_REF.value: (CheckKind.ELEMENT_IN_CHUNK,)}
 
 
 def _reference(state: SampleState, decisions: Decisions) -> list[MetricValue]:
@@ -169,11 +179,7 @@ def _reference(state: SampleState, decisions: Decisions) -> list[MetricValue]:
             any_true(decisions.get(CheckKind.ELEMENT_IN_CHUNK, e.text, chunk.id) for e in elements)
             for chunk in normal.chunks])
     values = [precision, recall, reference.factual_f1(precision, recall), context]
-    escalated = {MetricName.CLAIM_PRECISION.value: (CheckKind.CLAIM_IN_REFERENCE,),
-                 MetricName.ELEMENT_RECALL.value: (CheckKind.ELEMENT_IN_ANSWER,),
-                 MetricName.FACTUAL_F1.value: (CheckKind.CLAIM_IN_REFERENCE, CheckKind.ELEMENT_IN_ANSWER),
-                 MetricName.CONTEXT_PRECISION_REF.value: (CheckKind.ELEMENT_IN_CHUNK,)}
-    return [m.model_copy(update={"n_escalated": decisions.escalated(escalated[m.name])}) for m in values]
+    return [m.model_copy(update={"n_escalated": decisions.escalated(REFERENCE_METRIC_KINDS[m.name])}) for m in values]
 
 
 def _why_no_answer(state: SampleState) -> str | None:
@@ -309,6 +315,61 @@ def _element_metrics(state: SampleState, elements: Sequence[ElementOutcome], dec
     ]
 
 
+def failed_splits(state: SampleState, methods: Sequence[Method]) -> tuple[DecompositionKind, ...]:
+    """The splits the sample needed that the decomposer gave no scored result for: a failed split sets nothing
+    in the state (decompose_inputs, decompose_answers). Claims are needed of an answer only, so a sample whose
+    system gave none has no failed claim split."""
+    sample, wanted = state["sample"], set(methods)
+    failed = []
+    if Method.QCARE in wanted and "subqueries" not in state:
+        failed.append(DecompositionKind.SUBQUERIES)
+    if {Method.ELEMENTS, Method.REFERENCE} & wanted and sample.reference_answer and "elements" not in state:
+        failed.append(DecompositionKind.ELEMENTS)
+    claims_wanted = bool({Method.QCARE, Method.REFERENCE} & wanted) or (
+        Method.CUER in wanted and NORMAL.key in judged_trace_conditions(state))
+    if claims_wanted and _why_no_answer(state) is None and NORMAL.key not in state.get("claims", {}):
+        failed.append(DecompositionKind.CLAIMS)
+    return tuple(failed)
+
+
+# The check kinds each figure is decided by (by base name): a figure with none (answer F1, the counts) is no
+# judge's, so no judge call that lacked a split can have changed it.
+FIGURE_KINDS: dict[str, tuple[CheckKind, ...]] = {
+    **QCARE_KINDS, **{side.metric.value: ELEMENT_SIDE_KINDS[side] for side in ELEMENT_SIDES},
+    **REFERENCE_METRIC_KINDS, MetricName.GROUNDING.value: (CheckKind.CLAIM_SUPPORTED,),
+}
+# What each failed split leaves its figures n/a for: the figures over its units, said n/a with SPLIT_FAILED.
+SPLIT_FIGURES = {
+    DecompositionKind.SUBQUERIES: frozenset(QCARE_KINDS),
+    DecompositionKind.ELEMENTS: frozenset({*(side.metric.value for side in ELEMENT_SIDES), *REFERENCE_METRIC_KINDS}),
+    DecompositionKind.CLAIMS: frozenset({MetricName.COMPLETENESS.value, MetricName.CONCISENESS.value,
+                                         MetricName.VERIFIABLENESS.value, MetricName.CLAIM_PRECISION.value,
+                                         MetricName.FACTUAL_F1.value, MetricName.GROUNDING.value}),
+}
+
+
+def flag_figures(metrics: Sequence[MetricValue], failed: Sequence[DecompositionKind], combined_calls: bool,
+                 unjudged: frozenset[str] = frozenset()) -> tuple[MetricValue, ...]:
+    """Each figure a failed split touched, flagged: n/a over the split's units (SPLIT_FAILED), or a value whose
+    checks a combined judge call decided without the split's units listed (JUDGED_WITHOUT_SPLIT; only with
+    `combined_calls`, one call per sample for an LLM judge: per-kind calls of the other kinds are the calls a
+    run without the fault makes). `unjudged`: figures this sample computed without checks (a reported trace's
+    grounding)."""
+    if not failed:
+        return tuple(metrics)
+    out = []
+    for m in metrics:
+        base = MetricKey.of(m.name).base
+        if m.value is None:
+            splits = tuple(kind for kind in failed if base in SPLIT_FIGURES[kind])
+            flag = InputFlag(cause=FigureFlag.SPLIT_FAILED, splits=splits) if splits else None
+        else:
+            judged = combined_calls and bool(FIGURE_KINDS.get(base)) and base not in unjudged
+            flag = InputFlag(cause=FigureFlag.JUDGED_WITHOUT_SPLIT, splits=tuple(failed)) if judged else None
+        out.append(m if flag is None else m.model_copy(update={"flag": flag}))
+    return tuple(out)
+
+
 async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleState:
     ctx, sample = runtime.context, state["sample"]
     checks = list(state.get("checks", {}).values())
@@ -348,10 +409,15 @@ async def score(state: SampleState, runtime: Runtime[EvalContext]) -> SampleStat
         normal_answer.error if normal_answer is not None and normal_answer.status is not VerdictStatus.OK else None
     )
     traces = cuer_traces(state)
+    failed = failed_splits(state, ctx.config.methods)
+    combined_calls = ctx.config.batching.combines and any(isinstance(j, SampleJudge) for j in ctx.judges)
+    metrics = [*qcare_metrics, *element_metrics, *_answer_metrics(state, traces), *reference_metrics]
+    reported_trace = frozenset({MetricName.GROUNDING.value} if NORMAL.key in traces
+                               and traces[NORMAL.key].source is TraceSource.REPORTED else ())
     diagnostics = SampleDiagnostics(
         run_id=state["run_id"], sample_id=sample.id, question=sample.question,
         status=SampleStatus.FAILED if error else SampleStatus.OK, error=error,
-        metrics=tuple([*qcare_metrics, *element_metrics, *_answer_metrics(state, traces), *reference_metrics]),
+        metrics=flag_figures(metrics, failed, combined_calls, reported_trace), failed_splits=failed,
         elements=elements, unsupported_claims=tuple(unsupported), uncovered_subqueries=tuple(uncovered),
         perturbations=_perturbations(state, traces),
         trace_source=traces[NORMAL.key].source if NORMAL.key in traces else None,

@@ -83,7 +83,8 @@ class EvalResult:
     def summary(self) -> pd.DataFrame:
         """The run's headline table, as `ragcourt run` and `ragcourt summary` print it: one row per metric
         (metric, mean, samples, n/a, unscored checks, escalated checks). The run's counts are in `.attrs`
-        (run_id, n_samples, n_failed, n_checks, n_unscored verdicts, n_escalated, n_pending review)."""
+        (run_id, n_samples, n_failed, n_checks, n_unscored verdicts, n_escalated, n_pending review, n_failed_splits,
+        n_flagged_figures and n_flagged_samples: figures judged without a split that failed)."""
         if self.headline is None:
             raise ValueError(f"run {self.run_id}: no headline figures in this result (evaluate and aevaluate "
                              "give them); `ragcourt summary` prints them from the store")
@@ -113,8 +114,7 @@ class EvalResult:
         h = self.headline
         if h is None:
             return f"run {self.run_id}: {len(self.diagnostics)} samples"
-        return (f"run {h.run_id}: {h.n_samples} samples ({h.n_failed} failed), {h.n_checks} checks, "
-                f"{h.n_unscored} unscored verdicts, {h.n_escalated} escalated ({h.n_pending} awaiting review)")
+        return h.header()
 
 
 FRAME_COLUMNS = ["sample_id", "question", "answer", "reference_answer", "contexts", "status", "n_checks",
@@ -128,7 +128,8 @@ def headline_frame(summary: RunSummary) -> pd.DataFrame:
                           for row in summary.metrics], columns=HEADLINE_COLUMNS)
     frame.attrs.update(run_id=summary.run_id, n_samples=summary.n_samples, n_failed=summary.n_failed,
                        n_checks=summary.n_checks, n_unscored=summary.n_unscored, n_escalated=summary.n_escalated,
-                       n_pending=summary.n_pending)
+                       n_pending=summary.n_pending, n_failed_splits=summary.n_failed_splits,
+                       n_flagged_figures=summary.n_flagged_figures, n_flagged_samples=summary.n_flagged_samples)
     return frame
 
 

@@ -152,3 +152,14 @@ class DecompositionKind(StrEnum):
     ELEMENTS = "elements"
     SUBQUERIES = "subqueries"
     CLAIMS = "claims"
+
+
+class FigureFlag(StrEnum):
+    """How a sample's figure stands on a split the decomposer failed to give (`InputFlag`)."""
+
+    # n/a: the figure is computed over that split's units (sub-queries, elements or claims), which are missing
+    SPLIT_FAILED = "split_failed"
+    # a value, but its checks were judged in one combined call per sample (batching per_sample or joint) that
+    # listed none of that split's units: the judge saw less than a run without the fault shows it, and its
+    # answer on one item may depend on the rest of the call, so the value may differ from that run's
+    JUDGED_WITHOUT_SPLIT = "judged_without_split"

@@ -21,6 +21,7 @@ from ragcourt.schema.enums import (
     DecompositionKind,
     ElementStatus,
     ElementVerdict,
+    FigureFlag,
     Label,
     QueryType,
     ReconcileMethod,
@@ -422,6 +423,13 @@ class Review(Record):
 # --------------------------------------------------------------------------- outputs
 
 
+class InputFlag(Record):
+    """A figure computed on a missing input: how it depends on which failed splits (a gate treats it as n/a)."""
+
+    cause: FigureFlag
+    splits: tuple[DecompositionKind, ...]
+
+
 class MetricValue(Record):
     """A figure with its honesty counts. value None means n/a, and na_reason says why."""
 
@@ -431,6 +439,9 @@ class MetricValue(Record):
     n: int = 0
     n_unscored: int = 0
     n_escalated: int = 0
+    # Left out of the dump when None: an unflagged figure is stored as before, and a run stored before reads back
+    flag: InputFlag | None = Field(default=None, exclude_if=lambda flag: flag is None,
+                                   description="set when the figure stands on a split that failed")
 
     @model_validator(mode="after")
     def _na_needs_reason(self) -> MetricValue:
@@ -503,6 +514,11 @@ class SampleDiagnostics(Record):
         default=None, description="the normal answer's confidence behind confidence_error (None: no normal answer)"
     )
     escalations: tuple[str, ...] = Field(default=(), description="ids of escalated checks awaiting review")
+    failed_splits: tuple[DecompositionKind, ...] = Field(
+        default=(), exclude_if=lambda kinds: not kinds,
+        description="the splits the sample needed that the decomposer gave no scored result for (a figure they "
+        "touch carries an InputFlag)",
+    )
     n_checks: int = 0
     n_unscored: int = 0
     usage: TokenUsage = TokenUsage()

@@ -14,6 +14,7 @@ from ragcourt.schema import (
     Check,
     Decomposition,
     ElementStatus,
+    FigureFlag,
     ReviewAction,
     Sample,
     SampleStatus,
@@ -48,6 +49,8 @@ class MetricTotals:
     n_na: int  # samples where the metric is n/a
     n_unscored: int  # summed over the samples
     n_escalated: int
+    # per value, whether it was judged without a split that failed (InputFlag JUDGED_WITHOUT_SPLIT); empty: none
+    flagged: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,21 +183,39 @@ class RecordQueries(RecordStoreBase):
             "WHERE d.run_id = ? ORDER BY d.rowid, m.key"
         )
         values: dict[str, list[float]] = {}
+        flagged: dict[str, list[bool]] = {}
         counts: dict[str, list[int]] = {}
         # each metric comes back as its stored JSON text, numbers as written: parsed here, every float is the
         # one get_diagnostics reads, and the values keep their order for an identical mean
         for (text,) in self._select(sql, (run_id,)):
             metric = json.loads(text)
             found = values.setdefault(metric["name"], [])
+            marks = flagged.setdefault(metric["name"], [])
             tally = counts.setdefault(metric["name"], [0, 0, 0])
             if metric["value"] is None:
                 tally[0] += 1
             else:
                 found.append(float(metric["value"]))
+                marks.append(metric.get("flag") is not None)  # absent in runs stored before flags
             tally[1] += metric["n_unscored"]
             tally[2] += metric["n_escalated"]
         return [MetricTotals(name=name, values=tuple(values[name]), n_na=counts[name][0],
-                             n_unscored=counts[name][1], n_escalated=counts[name][2]) for name in sorted(values)]
+                             n_unscored=counts[name][1], n_escalated=counts[name][2],
+                             flagged=tuple(flagged[name]) if any(flagged[name]) else ())
+                for name in sorted(values)]
+
+    def count_failed_splits(self, run_id: str) -> int:
+        """The splits the run's samples needed and did not get (SampleDiagnostics.failed_splits, summed)."""
+        sql = (f"SELECT COUNT(*) FROM diagnostics d, {self.dialect.array_items('d.payload', 'failed_splits', 'f')} "
+               "WHERE d.run_id = ?")
+        return int(self._select(sql, (run_id,))[0][0])
+
+    def count_flagged_samples(self, run_id: str) -> int:
+        """The run's samples with a figure judged without a split that failed (a value, flagged)."""
+        sql = (f"SELECT COUNT(DISTINCT d.sample_id) FROM diagnostics d, "
+               f"{self.dialect.array_items('d.payload', 'metrics', 'm')} "
+               f"WHERE d.run_id = ? AND {self.dialect.json_text('m.value', 'flag.cause')} = ?")
+        return int(self._select(sql, (run_id, str(FigureFlag.JUDGED_WITHOUT_SPLIT)))[0][0])
 
     def element_status_counts(self, run_id: str) -> dict[ElementStatus, int]:
         """How many elements of the run's diagnostics have each status (statuses with none are left out)."""

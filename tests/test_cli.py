@@ -121,7 +121,7 @@ def test_precomputed_run_offline_then_resume_and_summary(tmp_path: Path, monkeyp
     assert first.exit_code == 0, first.output
     output = flat(first.output)
     assert "q1 c_prec=0.50 completeness=1.00 verifiableness=1.00 element_coverage=1.00 element_answer_coverage=1.00" in output
-    assert "1 samples (0 failed), 8 checks, 0 unscored verdicts, 0 escalated" in output
+    assert "1 samples (0 failed), 8 checks, 0 unscored verdicts, 0 failed splits, 0 escalated" in output
 
     with RecordStore(tmp_path / "home" / "store.sqlite") as store:
         (diagnostics,) = store.get_diagnostics("cli-1")

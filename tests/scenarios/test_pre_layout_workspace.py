@@ -30,7 +30,7 @@ def test_a_run_stored_before_the_move_opens_in_summary_and_report(home: Path) ->
     shown = runner.invoke(app, ["summary", "deferred-run", "--home", str(home)])
     assert shown.exit_code == 0, shown.output
     printed = " ".join(shown.output.split())  # the title wraps at the table's width
-    assert "6 samples (0 failed), 72 checks, 0 unscored verdicts, 20 escalated (20 awaiting review)" in printed
+    assert "6 samples (0 failed), 72 checks, 0 unscored verdicts, 0 failed splits, 20 escalated (20 awaiting review)" in printed
     summary = summary_of(home, "deferred-run")
     assert (summary.n_samples, summary.n_checks, summary.n_escalated, summary.n_pending) == (6, 72, 20, 20)
     assert means(summary) == {

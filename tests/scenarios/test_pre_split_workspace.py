@@ -34,7 +34,7 @@ def test_a_run_stored_before_the_split_opens_with_the_figures_it_had(home: Path)
     shown = runner.invoke(app, ["summary", "deferred-run", "--home", str(home)])
     assert shown.exit_code == 0, shown.output
     printed = " ".join(shown.output.split())
-    assert "6 samples (0 failed), 72 checks, 0 unscored verdicts, 20 escalated (20 awaiting review)" in printed
+    assert "6 samples (0 failed), 72 checks, 0 unscored verdicts, 0 failed splits, 20 escalated (20 awaiting review)" in printed
     assert means(summary_of(home, "deferred-run")) == {
         "answer_f1": 0.09, "c_ndcg": 0.898, "c_prec": 0.333, "completeness": 1.0, "conciseness": 1.0,
         "confidence_error": None, "element_coverage": 0.667, "exact_match": 0.0, "grounding_score": 1.0,
