@@ -74,3 +74,45 @@ def test_where_lower_is_better_a_rise_is_the_drop() -> None:
     assert worse.failed
     with pytest.raises(GateError, match="confidence_error has no minimum to fail under .lower is better."):
         check_thresholds({"confidence_error": 0.2})
+
+
+def flagged_run(tmp_path) -> RunSummary:  # noqa: ANN001 - pytest's tmp_path
+    """Three samples: s1's element split failed, so its element coverage is n/a and its completeness and
+    verifiableness were judged in a call without its elements (flagged); s2 and s3 are whole."""
+    from ragcourt.analysis.summary import summarize
+    from ragcourt.schema import DecompositionKind, FigureFlag, InputFlag, MetricValue, SampleDiagnostics
+    from ragcourt.stores.records import RecordStore
+
+    without = InputFlag(cause=FigureFlag.JUDGED_WITHOUT_SPLIT, splits=(DecompositionKind.ELEMENTS,))
+    failed = InputFlag(cause=FigureFlag.SPLIT_FAILED, splits=(DecompositionKind.ELEMENTS,))
+    diagnostics = [
+        SampleDiagnostics(run_id="r", sample_id="s1", question="q1", failed_splits=(DecompositionKind.ELEMENTS,),
+                          metrics=(MetricValue(name="completeness", value=1.0, n=2, flag=without),
+                                   MetricValue(name="verifiableness", value=1.0, n=2, flag=without),
+                                   MetricValue(name="element_coverage", value=None, na_reason="no split", flag=failed))),
+        SampleDiagnostics(run_id="r", sample_id="s2", question="q2",
+                          metrics=(MetricValue(name="completeness", value=0.5, n=2),
+                                   MetricValue(name="element_coverage", value=0.5, n=2))),
+        SampleDiagnostics(run_id="r", sample_id="s3", question="q3",
+                          metrics=(MetricValue(name="completeness", value=0.4, n=5),
+                                   MetricValue(name="element_coverage", value=0.7, n=3))),
+    ]
+    with RecordStore(tmp_path / "store.sqlite") as store:
+        store.put(*diagnostics)
+        return summarize(store, "r")
+
+
+def test_a_flagged_figure_is_its_samples_n_a_unless_flagged_figures_are_counted(tmp_path) -> None:  # noqa: ANN001
+    run = flagged_run(tmp_path)
+    rows = {row.name: row for row in run.metrics}
+    assert rows["completeness"].mean == pytest.approx(1.9 / 3) and rows["completeness"].n_flagged == 1
+    assert (run.n_failed_splits, run.n_flagged_samples, run.n_flagged_figures) == (1, 1, 2)
+    # s1's completeness 1.0 would lift the mean over the minimum; left out, s2 and s3 give 0.45
+    gate = {"completeness": 0.6, "verifiableness": 0.5, "element_coverage": 0.5}
+    assert [f.line() for f in gate_summary(run, gate)] == [
+        "FAIL completeness 0.450 < 0.600 (n=2, 0 unscored, 0 escalated, 1 flagged left out)",
+        "FAIL verifiableness n/a (minimum 0.500): all 1 sample value(s) are flagged: judged without a split that "
+        "failed (--count-flagged counts them) (n=0, 0 unscored, 0 escalated, 1 flagged left out)",
+    ]  # element_coverage: s1 n/a, s2 and s3 give 0.6
+    assert gate_summary(run, gate, count_flagged=True) == []
+    assert [f.metric for f in gate_summary(run, gate, allow_na=True)] == ["completeness"]

@@ -283,3 +283,37 @@ def test_split_elements_attribution_sums_in_sql_as_over_the_records(tmp_path) ->
         from_records = summarize(store, RUN, diagnostics=store.get_diagnostics(RUN))
     assert from_sql.element_shares == from_records.element_shares == pytest.approx(
         {"generation_gap": 1.25 / 2, "retrieval_gap": 0.75 / 2, "document_gap": 0.0})
+
+
+def test_flagged_figures_and_failed_splits_count_in_sql_as_over_the_records(store):
+    """A run whose s1 lost its claim split (two figures flagged: one judged without it, one n/a) and whose s2
+    lost its question and claim splits; the fixture's runs, stored without any flag field, count none."""
+    from ragcourt.schema import DecompositionKind, FigureFlag, InputFlag
+
+    kinds = DecompositionKind
+    without = InputFlag(cause=FigureFlag.JUDGED_WITHOUT_SPLIT, splits=(kinds.CLAIMS,))
+    store.put(
+        SampleDiagnostics(run_id="flagged", sample_id="s1", question="q1", failed_splits=(kinds.CLAIMS,),
+                          metrics=(MetricValue(name="c_prec", value=0.5, n=2, flag=without),
+                                   MetricValue(name="completeness", value=None, na_reason="no claims",
+                                               flag=InputFlag(cause=FigureFlag.SPLIT_FAILED, splits=(kinds.CLAIMS,))))),
+        SampleDiagnostics(run_id="flagged", sample_id="s2", question="q2",
+                          failed_splits=(kinds.SUBQUERIES, kinds.CLAIMS),
+                          metrics=(MetricValue(name="element_coverage", value=1.0, n=1, flag=without),)),
+        SampleDiagnostics(run_id="flagged", sample_id="s3", question="q3",
+                          metrics=(MetricValue(name="c_prec", value=0.25, n=2),)),
+    )
+    assert (store.count_failed_splits("flagged"), store.count_flagged_samples("flagged")) == (3, 2)
+    assert (store.count_failed_splits(RUN), store.count_flagged_samples(RUN)) == (0, 0)
+    totals = {t.name: t for t in store.metric_totals("flagged")}
+    assert totals["c_prec"] == MetricTotals("c_prec", (0.5, 0.25), 0, 0, 0, flagged=(True, False))
+    assert totals["completeness"].flagged == ()  # an n/a figure has no value to leave out
+    assert store.metric_totals("flagged") == metric_totals(store.get_diagnostics("flagged"))
+    from_sql = summarize(store, "flagged")
+    assert from_sql == summarize(store, "flagged", store.verdict_tallies("flagged"),
+                                 store.get_diagnostics_without_graphs("flagged"))
+    c_prec = next(row for row in from_sql.metrics if row.name == "c_prec")
+    assert (c_prec.mean, c_prec.n_flagged, c_prec.gated_mean(), c_prec.gated_mean(count_flagged=True)) == (
+        0.375, 1, 0.25, 0.375)
+    assert "0 unscored verdicts, 3 failed splits, 0 escalated" in from_sql.header()
+    assert from_sql.flagged_line().startswith("flagged: 2 figures of 2 samples were judged in a call without")
