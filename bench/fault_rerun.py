@@ -112,8 +112,7 @@ class Measured:
     repeated_answers: int  # replies to a conversation the server had answered before
     answered: int  # conversations answered over both calls
     clean_answered: int  # conversations the clean server answered
-    differing: list[str]  # samples whose figures differ from the clean run's after the last call
-    unflagged: list[str] = field(default_factory=list)  # those of them not flagged (what must never happen)
+    clean: dict[str, dict[str, Any]]  # the clean run's diagnostics (`comparable`)
 
     @property
     def first(self) -> RunState:
@@ -122,6 +121,25 @@ class Measured:
     @property
     def again(self) -> RunState:
         return self.states[-1]
+
+    @property
+    def differing(self) -> list[str]:
+        """Samples whose figures differ from the clean run's after the last call."""
+        return self.differing_after(len(self.states))
+
+    @property
+    def unflagged(self) -> list[str]:
+        """Those of them not flagged (what must never happen)."""
+        return self.unflagged_after(len(self.states))
+
+    def differing_after(self, call: int) -> list[str]:
+        """Samples whose figures after call number `call` (1-based) differ from the clean run's."""
+        after = self.states[call - 1].diagnostics
+        return sorted((s for s in self.clean if after.get(s) != self.clean[s]), key=lambda s: int(s[1:]))
+
+    def unflagged_after(self, call: int) -> list[str]:
+        """Those of them that say nothing of a failed split (no failed_splits, no flagged figure)."""
+        return [s for s in self.differing_after(call) if s not in self.states[call - 1].flagged]
 
     def changed_by(self, call: int) -> int:
         """Samples whose diagnostics call number `call` (1-based, > 1) changed: those it re-opened."""
@@ -145,12 +163,11 @@ def measure(n_samples: int, rate: float, seed: int, timeout_s: float, folder: Pa
                                  home=folder / "clean")
         clean_stats = stats(clean)
     expected = run_state(folder / "clean", reference.run_id, n_samples).diagnostics
-    differing = sorted(s for s in expected if states[-1].diagnostics.get(s) != expected[s])
     return Measured(
         faults=dict(sorted(faulty_stats["faults"].items())), chat_requests=faulty_stats["chat_requests"],
         states=states, repeated_answers=faulty_stats["repeated_answers"], answered=faulty_stats["answered_conversations"],
         clean_answered=clean_stats["answered_conversations"],
-        differing=differing, unflagged=[s for s in differing if s not in states[-1].flagged],
+        clean=expected,
     )
 
 

@@ -176,8 +176,16 @@ def test_a_split_that_used_up_its_tries_is_made_again_and_its_sample_judged_as_i
     tries in the first call. The next call made it and asked its checks in a batch of their own, beside verdicts
     judged in a batch without them, so those samples ended with other figures than the fault-free run's, with 0
     unscored and 0 failed. Now the pass that mends a split asks the sample's batches whole (nodes.judges
-    splits_mended): every sample ends with the fault-free figures."""
+    splits_mended): every sample ends with the fault-free figures. The first call's samples that differ say so:
+    each is flagged (its failed splits, and the figures they touched), and the run's header counts the failed
+    splits beside the unscored verdicts (s1's element split; s18's question and claim splits)."""
     measured = fault_rerun.measure(40, 0.30, 5, 1.0, tmp_path, calls=3)
+    first = measured.first
+    assert measured.differing_after(1) == ["s1", "s18"] and measured.unflagged_after(1) == []
+    assert sorted(first.flagged) == ["s1", "s18"]
+    assert "0 unscored verdicts, 3 failed splits, 0 escalated" in first.header
+    assert first.flagged_line is not None and first.flagged_line.startswith("flagged: 7 figures of 2 samples")
+    assert "0 unscored verdicts, 0 failed splits" in measured.again.header and measured.again.flagged_line is None
     assert measured.changed_by(2) > 0  # the second call re-opened the samples whose split had failed
     assert set(measured.states[-1].verdicts) == {"ok"}
     assert all((state.lost, state.duplicated) == (0, 0) for state in measured.states)
