@@ -138,3 +138,36 @@ def test_the_band_ragcourt_noise_measured_is_kept_for_compare(tmp_path) -> None:
     outside = compare(tmp_path, "base", "big", "--fail-on-regression")
     assert outside.exit_code == 1
     assert "beyond the noise band ±0.113 (`ragcourt noise`: repeat runs x / y)" in outside.output
+
+
+def test_a_flagged_figure_is_left_out_of_the_gate_unless_count_flagged(tmp_path, monkeypatch) -> None:
+    """s1's completeness 1.0 was judged without its failed element split: left out, s2's 0.4 fails 0.5; with
+    --count-flagged the mean 0.7 passes. The summary says how many figures are flagged."""
+    import typer
+
+    from ragcourt.analysis.summary import summarize
+    from ragcourt.commands.gate import enforce_fail_under
+    from ragcourt.commands.output import console, print_summary
+    from ragcourt.schema import DecompositionKind, FigureFlag, InputFlag
+
+    flag = InputFlag(cause=FigureFlag.JUDGED_WITHOUT_SPLIT, splits=(DecompositionKind.ELEMENTS,))
+    workspace = Workspace(tmp_path / "ws")
+    with workspace.open_store() as store:
+        store.put(SampleDiagnostics(run_id="r", sample_id="s1", question="q1", failed_splits=(DecompositionKind.ELEMENTS,),
+                                    metrics=(MetricValue(name="completeness", value=1.0, n=2, flag=flag),)),
+                  SampleDiagnostics(run_id="r", sample_id="s2", question="q2",
+                                    metrics=(MetricValue(name="completeness", value=0.4, n=2),)))
+        summary = summarize(store, "r")
+    monkeypatch.setattr(console, "_width", 400)
+    with console.capture() as printed:
+        print_summary(summary)
+        with pytest.raises(typer.Exit) as stopped:
+            enforce_fail_under(workspace, summary, {"completeness": 0.5}, allow_na=False)
+        enforce_fail_under(workspace, summary, {"completeness": 0.5}, allow_na=False, count_flagged=True)
+    assert stopped.value.exit_code == 1
+    lines = printed.get().splitlines()
+    words = " ".join(printed.get().split())  # the table's title wraps at the table's width
+    assert "2 samples (0 failed), 0 checks, 0 unscored verdicts, 1 failed splits, 0 escalated" in words
+    assert "flagged: 1 figures of 1 samples were judged in a call without the units of a split that failed" in lines[-3]
+    assert lines[-2:] == ["FAIL completeness 0.400 < 0.500 (n=1, 0 unscored, 0 escalated, 1 flagged left out)",
+                          "gate passed: completeness >= 0.5 (1 flagged figures counted)"]
