@@ -6,7 +6,7 @@ A gate never passes a figure it cannot see: a mean that is n/a fails with the re
 is allowed), and every failure line carries the counts behind the figure (samples, unscored checks,
 escalated checks), so a CI log says how much to trust the number that stopped the build. A sample's figure
 judged without a split that failed (flagged, `InputFlag`) counts as that sample's n/a: the gated mean is the
-other samples' (unless flagged figures are counted), so a fault of the decomposer cannot pass a gate.
+other samples' (unless flagged figures are counted), so no figure a fault of the decomposer made decides it.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def gate_summary(summary: RunSummary, thresholds: Mapping[str, float], *, allow_
                        "a method or condition that computes it is not configured)")
             elif row.mean is not None:  # every value is flagged
                 why = (f"all {row.n_flagged} sample value(s) are flagged: judged without a split that failed "
-                       "(--count-flagged counts them)")
+                       "(ragcourt run --count-flagged counts them)")
             else:
                 why = (reasons or {}).get(name) or f"{row.n_na} sample(s) n/a"
             if failed:

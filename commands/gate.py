@@ -41,7 +41,7 @@ def enforce_fail_under(workspace: Workspace, summary: RunSummary, thresholds: di
     line saying the gate passed. A flagged sample figure counts as n/a unless `count_flagged`."""
     if not thresholds:
         return
-    missing = [row.name for row in summary.metrics if row.name in thresholds and row.gated_mean(count_flagged) is None]
+    missing = [row.name for row in summary.metrics if row.name in thresholds and row.mean is None]
     diagnostics = []
     if missing or summary.n_failed:  # only then are the per-sample reasons read
         with workspace.open_store() as store:

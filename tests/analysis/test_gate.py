@@ -112,7 +112,7 @@ def test_a_flagged_figure_is_its_samples_n_a_unless_flagged_figures_are_counted(
     assert [f.line() for f in gate_summary(run, gate)] == [
         "FAIL completeness 0.450 < 0.600 (n=2, 0 unscored, 0 escalated, 1 flagged left out)",
         "FAIL verifiableness n/a (minimum 0.500): all 1 sample value(s) are flagged: judged without a split that "
-        "failed (--count-flagged counts them) (n=0, 0 unscored, 0 escalated, 1 flagged left out)",
+        "failed (ragcourt run --count-flagged counts them) (n=0, 0 unscored, 0 escalated, 1 flagged left out)",
     ]  # element_coverage: s1 n/a, s2 and s3 give 0.6
     assert gate_summary(run, gate, count_flagged=True) == []
     assert [f.metric for f in gate_summary(run, gate, allow_na=True)] == ["completeness"]
