@@ -155,10 +155,12 @@ async def test_failed_question_and_claim_splits_are_named_on_every_figure_they_t
     }  # no element: no element figure
 
 
-async def test_a_sample_whose_splits_all_came_has_no_flag_and_stores_as_before() -> None:
+async def test_a_sample_whose_splits_all_came_has_no_flag_and_stores_as_before_flags_existed() -> None:
     element = Element(id="e0", text="Mason built the tower.", index=0)
     diagnostics = await scored(CONFIG, [PerSampleJudge()], **SPLITS, elements=(element,), dropped_elements=())
     assert diagnostics.failed_splits == ()
     assert all(m.flag is None for m in diagnostics.metrics) and len(diagnostics.metrics) == len(QCARE) + 2
     dumped = diagnostics.model_dump(mode="json")
     assert "failed_splits" not in dumped and all("flag" not in m for m in dumped["metrics"])
+    # as a run stored before flags existed reads back: no flag, no failed split
+    assert SampleDiagnostics.model_validate(dumped) == diagnostics
