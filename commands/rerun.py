@@ -33,7 +33,7 @@ from ragcourt.commands.output import fail as _fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
 from ragcourt.runs.models import Models, eval_context
-from ragcourt.runs.rerun import RerunResult, arerun_changed
+from ragcourt.runs.rerun import CarriedReviews, RerunResult, arerun_changed
 from ragcourt.runs.runner import RunLockedError
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
 from ragcourt.schema.config import ConfigError, EvalConfig
@@ -46,6 +46,9 @@ def _print_result(result: RerunResult) -> None:
                          f"{result.run.created_at:%Y-%m-%d %H:%M:%S} UTC): {len(plan.changed)} rows re-run, "
                          f"{len(result.copied)} rows copied from the base run"
                          + (f", {len(plan.dropped)} base rows not in the dataset (left out)" if plan.dropped else "")))
+    line = reviews_line(result.reviews)
+    if line:
+        console.print(escape(line))
     if not plan.changed:
         return
     finished = {d.sample_id: d for d in result.rerun}
@@ -55,6 +58,15 @@ def _print_result(result: RerunResult) -> None:
         when = f"{row.created_at:%Y-%m-%d %H:%M:%S}" if row else "not finished"
         rows.append([change.sample_id, "; ".join(change.reasons), when, str(row.status) if row else "-"])
     print_table(Table(title="re-run rows"), ["sample", "why", "evaluated at (UTC)", "status"], rows)
+
+
+def reviews_line(reviews: CarriedReviews) -> str | None:
+    """What became of the base run's review decisions; None when it had none."""
+    carried, gone = len(reviews.carried), len(reviews.gone)
+    if not carried and not gone:
+        return None
+    return (f"review decisions: {carried} carried from the base run (their checks are unchanged: nobody is asked "
+            f"again), {gone} no longer {'applies' if gone == 1 else 'apply'} (the check is not in the new run)")
 
 
 def rerun(
