@@ -1,5 +1,5 @@
 """Ctrl-C during `ragcourt run`: one line says how many samples are stored and the command that resumes, the exit
-code is 130, and that command resumes the run, saying once what comes from the store."""
+code is 130, and that command resumes the run, saying once (not twice) what comes from the store."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from ragcourt.commands.run import resume_command
 from ragcourt.stores.records import RecordStore
 
-N_SAMPLES = 120
+N_SAMPLES = 60
 INTERRUPT_AFTER = 5  # finished samples seen before the Ctrl-C: the rest take seconds, the signal arrives first
 CLI = [sys.executable, "-c", "from ragcourt.cli import main; main()"]
 
@@ -52,8 +52,8 @@ def test_ctrl_c_prints_what_is_stored_and_the_command_that_resumes(tmp_path: Pat
     assert process.returncode == 130, rest
 
     last = rest.strip().splitlines()[-1]
-    found = re.fullmatch(r"interrupted: (\d+) of 120 samples of run (\S+) are stored \(a resume asks nothing of "
-                         r"them again\); resume with: (.+)", last)
+    found = re.fullmatch(rf"interrupted: (\d+) of {N_SAMPLES} samples of run (\S+) are stored \(a resume asks "
+                         r"nothing of them again\); resume with: (.+)", last)
     assert found, rest
     stored, run_id, command = int(found[1]), found[2], found[3]
     with RecordStore(home / "store.sqlite") as store:
@@ -64,8 +64,8 @@ def test_ctrl_c_prints_what_is_stored_and_the_command_that_resumes(tmp_path: Pat
     resumed = subprocess.run([*CLI, *shlex.split(command)[1:]], capture_output=True, text=True, env=env, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     told = [line for line in resumed.stdout.splitlines() if line.startswith("resuming run")]
-    assert told == [f"resuming run {run_id}: {stored} of 120 samples finished before come from the store (marked "
-                    "'stored'; nothing of them is asked again)"]
+    assert told == [f"resuming run {run_id}: {stored} of {N_SAMPLES} samples finished before come from the store "
+                    "(marked 'stored'; nothing of them is asked again)"]
     assert resumed.stdout.count("(stored)") == stored
     with RecordStore(home / "store.sqlite") as store:
         assert len(store.finished_sample_ids(run_id)) == N_SAMPLES
