@@ -62,11 +62,13 @@ def _print_result(result: RerunResult) -> None:
 
 def reviews_line(reviews: CarriedReviews) -> str | None:
     """What became of the base run's review decisions; None when it had none."""
-    carried, gone = len(reviews.carried), len(reviews.gone)
-    if not carried and not gone:
+    carried, gone, waiting = len(reviews.carried), len(reviews.gone), len(reviews.waiting)
+    if not carried and not gone and not waiting:
         return None
     return (f"review decisions: {carried} carried from the base run (their checks are unchanged: nobody is asked "
-            f"again), {gone} no longer {'applies' if gone == 1 else 'apply'} (the check is not in the new run)")
+            f"again), {gone} no longer {'applies' if gone == 1 else 'apply'} (the check is not in the new run)"
+            + (f", {waiting} wait on samples that did not finish (the same command again settles them)"
+               if waiting else ""))
 
 
 def rerun(

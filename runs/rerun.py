@@ -135,6 +135,9 @@ class CarriedReviews:
 
     carried: tuple[str, ...]  # check ids the new run has: the decision stands there, nobody is asked again
     gone: tuple[str, ...]  # check ids the new run no longer has (an edited or left-out sample's): no longer apply
+    # check ids of samples the new run did not finish (they failed, or were stopped): kept, to be applied or
+    # settled when the same command evaluates them again
+    waiting: tuple[str, ...] = ()
 
 
 def carry_reviews(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> None:
@@ -149,15 +152,20 @@ def carry_reviews(store: RecordStore, base_run_id: str, new_run_id: str, sample_
         store.put(*reviews)
 
 
-def settle_reviews(store: RecordStore, base_run_id: str, new_run_id: str) -> CarriedReviews:
-    """Once every row of the new run is in: take out the carried reviews of checks it no longer has, and
-    count the base run's decisions that carried and those that no longer apply."""
+def settle_reviews(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> CarriedReviews:
+    """Once the rows of the new run (`sample_ids`) are in: take out the carried reviews of checks that a finished
+    sample no longer has, and count the base run's decisions that carried, no longer apply, or wait on a sample
+    the new run did not finish."""
     checks = {c.id for c in store.checks_for(new_run_id)}
-    stale = [r.check_id for r in store.get_reviews(new_run_id) if r.check_id not in checks]
+    sample_of = {c.id: c.sample_id for c in store.checks_for(base_run_id)}
+    unfinished = set(sample_ids) - store.finished_sample_ids(new_run_id)
+    stale = [r.check_id for r in store.get_reviews(new_run_id)
+             if r.check_id not in checks and sample_of.get(r.check_id) not in unfinished]
     store.drop_reviews(new_run_id, stale)
     decided = dict.fromkeys(r.check_id for r in store.get_reviews(base_run_id) if r.action is not ReviewAction.SKIP)
+    waiting = tuple(c for c in decided if c not in checks and sample_of.get(c) in unfinished)
     return CarriedReviews(carried=tuple(c for c in decided if c in checks),
-                          gone=tuple(c for c in decided if c not in checks))
+                          gone=tuple(c for c in decided if c not in checks and c not in waiting), waiting=waiting)
 
 
 @dataclass(frozen=True)
@@ -211,5 +219,5 @@ async def arerun_changed(
     todo = [s for s in samples if s.id in set(plan.changed_ids)]
     runner = Runner(context, run_id, run_dir, telemetry=telemetry)
     rerun = [d async for d in runner.astream(todo, dataset=info.dataset, system=base.system)]
-    reviews = settle_reviews(store, base_run_id, run_id)
+    reviews = settle_reviews(store, base_run_id, run_id, [s.id for s in samples])
     return RerunResult(info, plan, tuple(rerun), tuple(copied), reviews)

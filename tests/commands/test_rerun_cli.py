@@ -206,3 +206,7 @@ def test_the_reviews_line_counts_carried_and_gone_decisions_and_is_absent_withou
     assert reviews_line(CarriedReviews(carried=("a",), gone=("b", "c"))) == (
         "review decisions: 1 carried from the base run (their checks are unchanged: nobody is asked again), "
         "2 no longer apply (the check is not in the new run)")
+    assert reviews_line(CarriedReviews(carried=(), gone=(), waiting=("d",))) == (
+        "review decisions: 0 carried from the base run (their checks are unchanged: nobody is asked again), "
+        "0 no longer apply (the check is not in the new run), 1 wait on samples that did not finish (the same "
+        "command again settles them)")

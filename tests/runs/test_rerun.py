@@ -3,6 +3,8 @@ copied rows, are applied by the re-run row's reconciliation, and the rest are co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,12 +12,22 @@ import pytest
 from ragcourt.judging import BaselineJudge, BaselineRule
 from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.nodes.state import EvalContext
-from ragcourt.runs.rerun import arerun_changed
+from ragcourt.runs.rerun import CarriedReviews, arerun_changed
 from ragcourt.runs.runner import Runner
-from ragcourt.schema import Check, CheckKind, Chunk, Label, ReconcileMethod, Review, ReviewAction, Sample
+from ragcourt.schema import (
+    Check,
+    CheckKind,
+    Chunk,
+    Condition,
+    Label,
+    ReconcileMethod,
+    Review,
+    ReviewAction,
+    Sample,
+)
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
-from ragcourt.systems import Precomputed
+from ragcourt.systems import Generation, Precomputed
 
 CONFIG = EvalConfig(methods=(Method.ELEMENTS, Method.QCARE), top_k=2)
 
@@ -79,3 +91,27 @@ async def test_decisions_follow_unchanged_checks_and_the_others_are_counted(stor
     again = await arerun_changed(context(store), "base", edited, runs_home=tmp_path / "runs")
     assert again.run.run_id == new and again.reviews == result.reviews
     assert len(store.get_reviews(new)) == 4 and store.latest_reviews(new)[claim.id] == later
+
+
+@dataclass
+class DownGenerator(Precomputed):
+    async def generate(self, sample: Sample, chunks: Sequence[Chunk], condition: Condition) -> Generation:
+        raise RuntimeError(f"generator down for {sample.id}")
+
+
+async def test_decisions_on_a_sample_that_failed_again_wait_for_it_and_settle_when_it_is_evaluated(
+        store: RecordStore, tmp_path: Path):
+    claim = decide(store, one(store, "base", "s2", CheckKind.CLAIM_SUPPORTED, "s2 fact one."), Label.NO)
+    element = decide(store, one(store, "base", "s2", CheckKind.ELEMENT_IN_CONTEXT, "s2 fact one."), Label.NO)
+    edited = [sample("s1", "s1 fact one."), sample("s2", "s2 fact two.")]
+    broken = context(store)
+    broken.system = DownGenerator()
+    failed = await arerun_changed(broken, "base", edited, runs_home=tmp_path / "runs")
+    assert [d.error for d in failed.rerun] == ["RuntimeError: generator down for s2"]
+    assert failed.reviews == CarriedReviews(carried=(), gone=(), waiting=(claim.check_id, element.check_id))
+    assert {r.check_id for r in store.get_reviews(failed.run.run_id)} == {claim.check_id, element.check_id}
+
+    again = await arerun_changed(context(store), "base", edited, runs_home=tmp_path / "runs")
+    assert again.run.run_id == failed.run.run_id
+    assert again.reviews == CarriedReviews(carried=(claim.check_id,), gone=(element.check_id,))
+    assert [r.check_id for r in store.get_reviews(again.run.run_id)] == [claim.check_id]
