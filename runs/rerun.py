@@ -145,24 +145,28 @@ def carry_reviews(store: RecordStore, base_run_id: str, new_run_id: str, sample_
     changed minds included, so the latest review is the same one); idempotent, and a later review made in the
     new run stays the latest."""
     wanted = set(sample_ids)
-    sample_of = {c.id: c.sample_id for c in store.checks_for(base_run_id)}
-    reviews = [r.model_copy(update={"run_id": new_run_id}) for r in store.get_reviews(base_run_id)
-               if sample_of.get(r.check_id) in wanted]
-    if reviews:
-        store.put(*reviews)
+    reviews = store.get_reviews(base_run_id)
+    sample_of = _samples_of(store, [r.check_id for r in reviews])
+    carried = [r.model_copy(update={"run_id": new_run_id}) for r in reviews if sample_of.get(r.check_id) in wanted]
+    if carried:
+        store.put(*carried)
+
+
+def _samples_of(store: RecordStore, check_ids: Sequence[str]) -> dict[str, str]:
+    """Check id -> its sample, for these checks only (reviews are few; a run's checks are many)."""
+    return {c.id: c.sample_id for c in store.get_checks(check_ids)}
 
 
 def settle_reviews(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> CarriedReviews:
     """Once the rows of the new run (`sample_ids`) are in: take out the carried reviews of checks that a finished
     sample no longer has, and count the base run's decisions that carried, no longer apply, or wait on a sample
     the new run did not finish."""
-    checks = {c.id for c in store.checks_for(new_run_id)}
-    sample_of = {c.id: c.sample_id for c in store.checks_for(base_run_id)}
-    unfinished = set(sample_ids) - store.finished_sample_ids(new_run_id)
-    stale = [r.check_id for r in store.get_reviews(new_run_id)
-             if r.check_id not in checks and sample_of.get(r.check_id) not in unfinished]
-    store.drop_reviews(new_run_id, stale)
+    held = [r.check_id for r in store.get_reviews(new_run_id)]
     decided = dict.fromkeys(r.check_id for r in store.get_reviews(base_run_id) if r.action is not ReviewAction.SKIP)
+    checks = store.linked_check_ids(new_run_id, [*held, *decided])
+    sample_of = _samples_of(store, [*held, *decided])
+    unfinished = set(sample_ids) - store.finished_sample_ids(new_run_id)
+    store.drop_reviews(new_run_id, [c for c in held if c not in checks and sample_of.get(c) not in unfinished])
     waiting = tuple(c for c in decided if c not in checks and sample_of.get(c) in unfinished)
     return CarriedReviews(carried=tuple(c for c in decided if c in checks),
                           gone=tuple(c for c in decided if c not in checks and c not in waiting), waiting=waiting)

@@ -525,6 +525,14 @@ class RecordStore(RecordQueries, RecordCache):
             params.append(sample_id)
         return self._records(Check, sql + " ORDER BY l.rowid", params)
 
+    def linked_check_ids(self, run_id: str, check_ids: Sequence[str]) -> set[str]:
+        """Those of `check_ids` linked to the run (read from the links alone: no check is parsed)."""
+        found: set[str] = set()
+        for part in _slices(list(dict.fromkeys(check_ids))):
+            sql = f"SELECT DISTINCT check_id FROM run_checks WHERE run_id = ? AND check_id IN ({_marks(part)})"
+            found.update(row[0] for row in self._select(sql, [run_id, *part]))
+        return found
+
     def checks_of_samples(self, run_id: str, sample_ids: Sequence[str]) -> list[Check]:
         """The run's checks (as `checks_for` lists them) whose own sample_id is among sample_ids, in link order."""
         rows: list[tuple[int, str]] = []

@@ -269,6 +269,16 @@ def test_a_runs_reviews_come_oldest_first_and_are_dropped_by_check(store: Record
     assert len(store.get_reviews("r1")) == 1
 
 
+def test_linked_check_ids_are_those_of_the_given_ids_the_run_links(store: RecordStore) -> None:
+    first, second, third = check(1), check(2), check(3)
+    store.put(first, second, third)
+    store.link_checks("r1", "s1", [first.id, second.id])
+    store.link_checks("r2", "s1", [third.id])
+    assert store.linked_check_ids("r1", [third.id, second.id, "unknown", second.id]) == {second.id}
+    assert store.linked_check_ids("r2", [first.id, third.id]) == {third.id}
+    assert store.linked_check_ids("r1", []) == set()
+
+
 def test_sample_payloads_are_the_stored_json_of_the_held_ids_only(store: RecordStore) -> None:
     first, second = Sample(id="s1", question="q1?"), Sample(id="s2", question="q2?", answer="a")
     store.put_samples("r1", [first, second])
