@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
+import typer
 from rich.markup import escape
 
 from ragcourt.analysis.summary import RunSummary, summarize
@@ -32,6 +33,7 @@ from ragcourt.runs.runner import ResumePlan, RunLockedError, Runner, SamplesChan
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile, ReviewMode
+from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 from ragcourt.validity.profile import profile_notes
 
@@ -42,6 +44,7 @@ Engine = Callable[[Runner, Models], Callable[..., AsyncIterator[SampleDiagnostic
 
 
 MAX_WARNINGS_SHOWN = 5
+INTERRUPTED_EXIT = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 
 
 def read_samples(path: Path, format: DatasetFormat = DatasetFormat.AUTO,
@@ -166,15 +169,23 @@ def follow_line(run_id: str, home: Path, run_dir: Path) -> str:
             f"{escape(where)}[/bold] or [bold]ragcourt serve {escape(run_id)}{escape(where)}[/bold]")
 
 
+def interrupted_line(store: RecordStore, run_id: str, samples: Sequence[Sample], resume_command: str) -> str:
+    """What a Ctrl-C leaves: how many of the samples are stored finished, and the command that resumes."""
+    stored = len(store.finished_sample_ids(run_id) & {s.id for s in samples})
+    return (f"interrupted: {stored} of {len(samples)} samples of run {run_id} are stored (a resume asks nothing "
+            f"of them again); resume with: {resume_command}")
+
+
 def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
                        samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None,
                        check_endpoints: bool = True, telemetry: Telemetry = NO_TELEMETRY,
-                       engine: Engine | None = None) -> RunSummary:
+                       engine: Engine | None = None, resume_command: str = "the same command") -> RunSummary:
     """Run the evaluation (resuming a run of the same id), one line per finished question, then print its
     summary, element diagnosis, method tables, charts written and LLM usage. Nothing is evaluated when an
     endpoint cannot answer (runs.models.prepare_run; `check_endpoints=False` skips asking the servers).
     `telemetry`: where the run's spans go (observability.telemetry; none by default). `engine`: the samples evaluated
-    elsewhere (Dask workers) instead of by this process."""
+    elsewhere (Dask workers) instead of by this process. On Ctrl-C it prints one line, the samples stored and
+    `resume_command`, and exits 130 (the shell's code for an interrupted command)."""
     store = workspace.open_store()
     try:
         vectors = workspace.open_vectors() if collection else None
@@ -201,5 +212,8 @@ def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Ca
             console.print(f"chart {chart.name}: {escape(not_written) if not_written else f'written to {chart}'}")
         print_usage(models.usage.rows())
         return summary
+    except KeyboardInterrupt:
+        console.print(escape(interrupted_line(store, run_id, samples, resume_command)), soft_wrap=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
     finally:
         store.close()

@@ -33,7 +33,7 @@ from ragcourt.commands.output import fail as _fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
 from ragcourt.runs.models import Models, eval_context
-from ragcourt.runs.rerun import RerunResult, arerun_changed
+from ragcourt.runs.rerun import CarriedReviews, RerunResult, arerun_changed
 from ragcourt.runs.runner import RunLockedError
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace
 from ragcourt.schema.config import ConfigError, EvalConfig
@@ -46,6 +46,9 @@ def _print_result(result: RerunResult) -> None:
                          f"{result.run.created_at:%Y-%m-%d %H:%M:%S} UTC): {len(plan.changed)} rows re-run, "
                          f"{len(result.copied)} rows copied from the base run"
                          + (f", {len(plan.dropped)} base rows not in the dataset (left out)" if plan.dropped else "")))
+    line = reviews_line(result.reviews)
+    if line:
+        console.print(escape(line))
     if not plan.changed:
         return
     finished = {d.sample_id: d for d in result.rerun}
@@ -55,6 +58,17 @@ def _print_result(result: RerunResult) -> None:
         when = f"{row.created_at:%Y-%m-%d %H:%M:%S}" if row else "not finished"
         rows.append([change.sample_id, "; ".join(change.reasons), when, str(row.status) if row else "-"])
     print_table(Table(title="re-run rows"), ["sample", "why", "evaluated at (UTC)", "status"], rows)
+
+
+def reviews_line(reviews: CarriedReviews) -> str | None:
+    """What became of the base run's review decisions; None when it had none."""
+    carried, gone, waiting = len(reviews.carried), len(reviews.gone), len(reviews.waiting)
+    if not carried and not gone and not waiting:
+        return None
+    return (f"review decisions: {carried} carried from the base run (their checks are unchanged: nobody is asked "
+            f"again), {gone} no longer {'applies' if gone == 1 else 'apply'} (the check is not in the new run)"
+            + (f", {waiting} wait on samples that did not finish (the same command again settles them)"
+               if waiting else ""))
 
 
 def rerun(
@@ -74,7 +88,8 @@ def rerun(
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Evaluate only the samples whose reference answer or element list changed since the base run, and copy
-    every other row; prints which rows were re-run, why and when.
+    every other row; prints which rows were re-run, why and when. A person's review decisions carry over wherever
+    their check is unchanged (nobody is asked again); it says how many carried and how many no longer apply.
 
     The re-evaluated samples' spans go where `run`'s do (--otlp-endpoint)."""
     from ragcourt.analysis.qcare_tables import element_diagnosis_lines

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
@@ -144,11 +146,19 @@ def run(
         fail(str(error))
     try:
         summary = evaluate_and_print(workspace, config, make_system, samples, run_id, str(dataset), collection_used,
-                                     check_endpoints=check_endpoints, telemetry=telemetry, engine=engine)
+                                     check_endpoints=check_endpoints, telemetry=telemetry, engine=engine,
+                                     resume_command=resume_command(sys.argv[1:], run_id))
     finally:
         telemetry.shutdown()  # sends the spans still batched
     console.print(escape(f"run {run_id}: {workspace.run_dir(run_id)}"))
     enforce_fail_under(workspace, summary, thresholds, allow_na, count_flagged)  # last: exit 1 when a figure fails
+
+
+def resume_command(args: Sequence[str], run_id: str) -> str:
+    """The command line that resumes the run: the one given (its options decide the run's configuration),
+    naming the run, so that a dataset edited since is refused with advice instead of starting another run."""
+    named = any(arg == "--run-id" or arg.startswith("--run-id=") for arg in args)
+    return shlex.join(["ragcourt", *args, *([] if named else ["--run-id", run_id])])
 
 
 def _dask_engine(workspace: Workspace, config: EvalConfig, system: str, workers: int | None, scheduler: str | None,

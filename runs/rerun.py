@@ -10,9 +10,16 @@ A sample is re-run when
   element ids in the base run's diagnostics. Comparing contents, not timestamps, also catches an edit
   imported before the base run finished, and ignores an import that changed nothing.
 Everything else is copied into the new run: the sample, its retrievals, answers, check links, reconciled
-decisions, reviews and diagnostics (with their original times, so the report shows when each row was
-really evaluated). The new RunInfo records base_run and rerun_sample_ids; the rows re-run carry the
-time they were evaluated in their diagnostics.
+decisions and diagnostics (with their original times, so the report shows when each row was really
+evaluated). The new RunInfo records base_run and rerun_sample_ids; the rows re-run carry the time they
+were evaluated in their diagnostics.
+
+A person's review decisions carry over wherever their check does, in copied and re-run rows alike: a check's
+id is its content, so a check the new run still has is the same question, and asking it again would ask a
+person twice. The base run's reviews of every sample in the dataset go into the new run before the changed
+rows are evaluated (so their reconciliation applies them, as after `ragcourt review`); once those rows are
+done, the reviews of checks the new run no longer has (an edited element, a changed answer) are taken out
+again and counted as no longer applying.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from ragcourt.nodes.state import EvalContext
 from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.runs.element_lists import current_elements
 from ragcourt.runs.runner import CONFIG_FILE, DIAGNOSTICS_FILE, Runner
-from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus, content_id
+from ragcourt.schema import ReviewAction, RunInfo, Sample, SampleDiagnostics, SampleStatus, content_id
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 
@@ -107,8 +114,6 @@ def copy_rows(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids:
     """Copy the rows of `sample_ids` from the base run into the new run (idempotent); returns their diagnostics."""
     new = {"run_id": new_run_id}
     copied: list[SampleDiagnostics] = []
-    wanted = set(sample_ids)
-    reviews = list(store.latest_reviews(base_run_id).values())
     for sample_id in sample_ids:
         records = [
             *(r.model_copy(update=new) for r in store.get_retrievals(base_run_id, sample_id)),
@@ -121,11 +126,50 @@ def copy_rows(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids:
             store.put(*records, *diagnostics)
         copied.extend(diagnostics)
     store.copy_pinned_splits(base_run_id, new_run_id, sample_ids)
-    checks = {c.id: c.sample_id for c in store.checks_for(new_run_id)}
-    kept = [r.model_copy(update=new) for r in reviews if checks.get(r.check_id) in wanted]
-    if kept:
-        store.put(*kept)
     return copied
+
+
+@dataclass(frozen=True)
+class CarriedReviews:
+    """What became of the checks a person decided (accepted or overrode) in the base run."""
+
+    carried: tuple[str, ...]  # check ids the new run has: the decision stands there, nobody is asked again
+    gone: tuple[str, ...]  # check ids the new run no longer has (an edited or left-out sample's): no longer apply
+    # check ids of samples the new run did not finish (they failed, or were stopped): kept, to be applied or
+    # settled when the same command evaluates them again
+    waiting: tuple[str, ...] = ()
+
+
+def carry_reviews(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> None:
+    """Copy the base run's reviews of the checks of `sample_ids` into the new run, whole histories (skips and
+    changed minds included, so the latest review is the same one); idempotent, and a later review made in the
+    new run stays the latest."""
+    wanted = set(sample_ids)
+    reviews = store.get_reviews(base_run_id)
+    sample_of = _samples_of(store, [r.check_id for r in reviews])
+    carried = [r.model_copy(update={"run_id": new_run_id}) for r in reviews if sample_of.get(r.check_id) in wanted]
+    if carried:
+        store.put(*carried)
+
+
+def _samples_of(store: RecordStore, check_ids: Sequence[str]) -> dict[str, str]:
+    """Check id -> its sample, for these checks only (reviews are few; a run's checks are many)."""
+    return {c.id: c.sample_id for c in store.get_checks(check_ids)}
+
+
+def settle_reviews(store: RecordStore, base_run_id: str, new_run_id: str, sample_ids: Sequence[str]) -> CarriedReviews:
+    """Once the rows of the new run (`sample_ids`) are in: take out the carried reviews of checks that a finished
+    sample no longer has, and count the base run's decisions that carried, no longer apply, or wait on a sample
+    the new run did not finish."""
+    held = [r.check_id for r in store.get_reviews(new_run_id)]
+    decided = dict.fromkeys(r.check_id for r in store.get_reviews(base_run_id) if r.action is not ReviewAction.SKIP)
+    checks = store.linked_check_ids(new_run_id, [*held, *decided])
+    sample_of = _samples_of(store, [*held, *decided])
+    unfinished = set(sample_ids) - store.finished_sample_ids(new_run_id)
+    store.drop_reviews(new_run_id, [c for c in held if c not in checks and sample_of.get(c) not in unfinished])
+    waiting = tuple(c for c in decided if c not in checks and sample_of.get(c) in unfinished)
+    return CarriedReviews(carried=tuple(c for c in decided if c in checks),
+                          gone=tuple(c for c in decided if c not in checks and c not in waiting), waiting=waiting)
 
 
 @dataclass(frozen=True)
@@ -134,6 +178,7 @@ class RerunResult:
     plan: ChangePlan
     rerun: tuple[SampleDiagnostics, ...]  # the re-evaluated rows, as they finished
     copied: tuple[SampleDiagnostics, ...]
+    reviews: CarriedReviews
 
 
 def rerun_id(base_run_id: str, samples: Sequence[Sample], plan: ChangePlan) -> str:
@@ -170,6 +215,7 @@ async def arerun_changed(
         (run_dir / CONFIG_FILE).write_text(context.config.model_dump_json(indent=2))
     store.put_samples(run_id, samples)
     copied = copy_rows(store, base_run_id, run_id, plan.unchanged)
+    carry_reviews(store, base_run_id, run_id, [s.id for s in samples])
     if existing is None and copied:
         with (run_dir / DIAGNOSTICS_FILE).open("a", encoding="utf-8") as handle:
             for row in copied:
@@ -177,4 +223,5 @@ async def arerun_changed(
     todo = [s for s in samples if s.id in set(plan.changed_ids)]
     runner = Runner(context, run_id, run_dir, telemetry=telemetry)
     rerun = [d async for d in runner.astream(todo, dataset=info.dataset, system=base.system)]
-    return RerunResult(info, plan, tuple(rerun), tuple(copied))
+    reviews = settle_reviews(store, base_run_id, run_id, [s.id for s in samples])
+    return RerunResult(info, plan, tuple(rerun), tuple(copied), reviews)

@@ -450,6 +450,13 @@ class RecordStore(RecordQueries, RecordCache):
     def add_review(self, review: Review) -> None:
         self.put(review)
 
+    def drop_reviews(self, run_id: str, check_ids: Sequence[str]) -> None:
+        """Remove the run's reviews of these checks (a re-run's carried decisions on checks it no longer has)."""
+        statements = [(f"DELETE FROM reviews WHERE run_id = ? AND check_id IN ({_marks(chunk)})", [(run_id, *chunk)])
+                      for chunk in _slices(list(dict.fromkeys(check_ids)))]
+        if statements:
+            self._write(statements)
+
     # ------------------------------------------------------------------ reads
 
     def get_run(self, run_id: str) -> RunInfo | None:
@@ -518,6 +525,14 @@ class RecordStore(RecordQueries, RecordCache):
             params.append(sample_id)
         return self._records(Check, sql + " ORDER BY l.rowid", params)
 
+    def linked_check_ids(self, run_id: str, check_ids: Sequence[str]) -> set[str]:
+        """Those of `check_ids` linked to the run (read from the links alone: no check is parsed)."""
+        found: set[str] = set()
+        for part in _slices(list(dict.fromkeys(check_ids))):
+            sql = f"SELECT DISTINCT check_id FROM run_checks WHERE run_id = ? AND check_id IN ({_marks(part)})"
+            found.update(row[0] for row in self._select(sql, [run_id, *part]))
+        return found
+
     def checks_of_samples(self, run_id: str, sample_ids: Sequence[str]) -> list[Check]:
         """The run's checks (as `checks_for` lists them) whose own sample_id is among sample_ids, in link order."""
         rows: list[tuple[int, str]] = []
@@ -562,10 +577,14 @@ class RecordStore(RecordQueries, RecordCache):
         )
         return self._records(Reconciled, sql, (run_id, str(ReviewAction.SKIP)))
 
+    def get_reviews(self, run_id: str) -> list[Review]:
+        """Every review of the run, oldest first: each check's whole history, skips included."""
+        return self._listing(Review, {"run_id": run_id})
+
     def latest_reviews(self, run_id: str, check_ids: Sequence[str] | None = None) -> dict[str, Review]:
         """The newest review of each reviewed check of the run (of these checks only), by check id."""
         if check_ids is None:
-            reviews = self._listing(Review, {"run_id": run_id})  # ordered oldest first
+            reviews = self.get_reviews(run_id)
         else:
             reviews = []
             for part in _slices(list(dict.fromkeys(check_ids))):

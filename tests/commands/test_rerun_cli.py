@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from ragcourt.analysis.summary import summarize
 from ragcourt.cli import app
+from ragcourt.commands.rerun import reviews_line
 from ragcourt.judging import BaselineJudge, BaselineRule
 from ragcourt.judging.decomposers import SentenceDecomposer
 from ragcourt.nodes.state import EvalContext
 from ragcourt.runs.element_lists import export_lines, import_lines
-from ragcourt.runs.rerun import NEW_SAMPLE, arerun_changed, plan_changes
+from ragcourt.runs.rerun import NEW_SAMPLE, CarriedReviews, arerun_changed, plan_changes
 from ragcourt.runs.runner import Runner
 from ragcourt.schema import Check, CheckKind, Chunk, Condition, Sample, SampleStatus, Verdict
 from ragcourt.schema.config import EvalConfig, Method
@@ -198,3 +199,14 @@ def test_cli_rerun_of_a_reference_run_retrieves_from_the_base_runs_collection(tm
     with RecordStore(home / "store.sqlite") as store:
         (rerun,) = [r for r in store.list_runs() if r.base_run == "base"]
         assert (store.get_run("base").collection, rerun.collection) == ("docs", "docs")
+
+
+def test_the_reviews_line_counts_carried_and_gone_decisions_and_is_absent_without_any():
+    assert reviews_line(CarriedReviews(carried=(), gone=())) is None
+    assert reviews_line(CarriedReviews(carried=("a",), gone=("b", "c"))) == (
+        "review decisions: 1 carried from the base run (their checks are unchanged: nobody is asked again), "
+        "2 no longer apply (the check is not in the new run)")
+    assert reviews_line(CarriedReviews(carried=(), gone=(), waiting=("d",))) == (
+        "review decisions: 0 carried from the base run (their checks are unchanged: nobody is asked again), "
+        "0 no longer apply (the check is not in the new run), 1 wait on samples that did not finish (the same "
+        "command again settles them)")

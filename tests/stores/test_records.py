@@ -252,6 +252,33 @@ def test_reviews_are_all_kept_and_pending_escalations_ignore_skips(store: Record
     assert store.latest_reviews("r1", []) == {} and store.latest_reviews("other-run", [decided.id]) == {}
 
 
+def test_a_runs_reviews_come_oldest_first_and_are_dropped_by_check(store: RecordStore) -> None:
+    first, second, third = check(1), check(2), check(3)
+    store.add_review(review(first.id, ReviewAction.OVERRIDE, 4, Label.NO))
+    store.add_review(review(first.id, ReviewAction.SKIP, 2))
+    store.add_review(review(second.id, ReviewAction.ACCEPT, 3, Label.YES))
+    store.add_review(review(third.id, ReviewAction.OVERRIDE, 1, Label.YES))
+    store.add_review(review(second.id, ReviewAction.OVERRIDE, 5, Label.NO).model_copy(update={"run_id": "r2"}))
+    assert [(r.check_id, r.action) for r in store.get_reviews("r1")] == [
+        (third.id, ReviewAction.OVERRIDE), (first.id, ReviewAction.SKIP), (second.id, ReviewAction.ACCEPT),
+        (first.id, ReviewAction.OVERRIDE)]
+    store.drop_reviews("r1", [first.id, third.id, "unknown"])
+    assert [r.check_id for r in store.get_reviews("r1")] == [second.id]
+    assert [r.check_id for r in store.get_reviews("r2")] == [second.id]  # another run's are its own
+    store.drop_reviews("r1", [])
+    assert len(store.get_reviews("r1")) == 1
+
+
+def test_linked_check_ids_are_those_of_the_given_ids_the_run_links(store: RecordStore) -> None:
+    first, second, third = check(1), check(2), check(3)
+    store.put(first, second, third)
+    store.link_checks("r1", "s1", [first.id, second.id])
+    store.link_checks("r2", "s1", [third.id])
+    assert store.linked_check_ids("r1", [third.id, second.id, "unknown", second.id]) == {second.id}
+    assert store.linked_check_ids("r2", [first.id, third.id]) == {third.id}
+    assert store.linked_check_ids("r1", []) == set()
+
+
 def test_sample_payloads_are_the_stored_json_of_the_held_ids_only(store: RecordStore) -> None:
     first, second = Sample(id="s1", question="q1?"), Sample(id="s2", question="q2?", answer="a")
     store.put_samples("r1", [first, second])
