@@ -42,7 +42,7 @@ METRIC_MEANINGS = {
     MetricName.ELEMENT_COVERAGE.value: "context side: share of the reference's elements found in the retrieved chunks",
 }
 ALL = "(all)"
-PAIRED_BAND = "paired A-B differences"
+PAIRED_BAND = "paired A-B differences (no noise band measured)"
 
 
 # Settings that change how fast a run goes or where its spans are sent, never a figure: two runs that differ

@@ -253,8 +253,7 @@ def compare(
         else:
             bands = _saved_bands(home)
             frame = _with_saved_bands(compare_frame(a, b), a, b, bands)
-            source = ("`ragcourt noise` where it measured one (HOME/noise/bands.json), else the " + PAIRED_BAND
-                      + " (no noise band)")
+            source = f"`ragcourt noise` where it measured one (HOME/noise/bands.json), else the {PAIRED_BAND}"
             _warn_of_bands_across_configurations(frame, bands)
     _print_frame(f"compare {run_a} -> {run_b}: band from {source}, z = 1.96", frame, COMPARE_COLUMNS)
     for name in frame["metric"]:  # the elements method's two coverages, answer side first: say which is which

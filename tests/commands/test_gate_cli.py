@@ -96,7 +96,7 @@ def runs_in_store(home, configs: dict[str, dict] | None = None, **runs: tuple[fl
 
 
 def compare(home, *options: str):
-    return CliRunner().invoke(app, ["compare", *options, "--home", str(home)])
+    return CliRunner().invoke(app, ["compare", *options, "--home", str(home)], env={"COLUMNS": "250"})
 
 
 def test_compare_fail_on_regression_passes_inside_the_band_and_fails_outside_it(tmp_path) -> None:
@@ -121,6 +121,7 @@ def test_without_a_noise_band_a_drop_is_named_and_fails_only_on_any_drop(tmp_pat
     runs_in_store(tmp_path, base=(.7, .7, .7, .7), big=(.5, .5, .5, .5))
     named = compare(tmp_path, "base", "big", "--fail-on-regression")
     assert named.exit_code == 0, named.output
+    assert "│ paired A-B differences (no noise band measured) │" in named.output
     assert "note element_coverage 0.700 -> 0.500 (-0.200; n=4): a drop, but no noise band is known" in named.output
     strict = compare(tmp_path, "base", "big", "--fail-on-regression", "--fail-on-any-drop")
     assert strict.exit_code == 1
