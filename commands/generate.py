@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ragcourt.commands.endpoints import require_endpoint
 from ragcourt.commands.output import RAN_AND_FAILED, Home, console
 from ragcourt.commands.output import fail as _fail
 from ragcourt.data.question_sets import (
@@ -19,7 +20,6 @@ from ragcourt.data.question_sets import (
     pick_documents,
     sample_row,
 )
-from ragcourt.llm.factory import MissingAPIKeyError
 from ragcourt.llm.spec import ModelSpec
 from ragcourt.runs.models import Models
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
@@ -33,13 +33,18 @@ def generate(
     model: Annotated[str, typer.Option(help="model spec that writes the questions, e.g. openai:MODEL or openai:MODEL@URL")],
     n: Annotated[int | None, typer.Option(help="a seeded sample of N documents (default: all)", min=1)] = None,
     seed: Annotated[int, typer.Option(help="seed of the document sample")] = 0,
+    check_endpoints: Annotated[bool, typer.Option(
+        "--check-endpoints/--no-check-endpoints",
+        help="before the first question, ask the model's server once (as `run --check-endpoints` does) and stop "
+             "with exit 2 when it cannot answer")] = True,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Write one realistic user question per document; the document becomes the gold document."""
     try:
-        ModelSpec.parse(model)  # before the corpus is read: a placeholder copied from the help costs nothing
+        spec = ModelSpec.parse(model)  # before the corpus is read: a placeholder copied from the help costs nothing
     except ValueError as error:
         _fail(f"--model: {error}")
+    require_endpoint(spec, "the question writer", reach=check_endpoints)
     workspace = Workspace(home)
     # Listing needs no embedding: the collection reopens with the function it was created with.
     vectors = VectorStore.persistent(workspace.chroma_path)
@@ -52,10 +57,7 @@ def generate(
     store = workspace.open_store()
     try:
         models = Models(EvalConfig(), store)
-        try:
-            client = models.client(model, "question_writer")
-        except MissingAPIKeyError as error:
-            _fail(f"--model: {error}")
+        client = models.client(model, "question_writer")
         result = asyncio.run(generate_question_set(client, documents))
     finally:
         store.close()

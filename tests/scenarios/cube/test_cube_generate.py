@@ -98,15 +98,22 @@ def test_generate_a_seeded_sample_and_a_missing_collection(tmp_path: Path) -> No
 
 
 def test_generate_that_writes_no_question_exits_1_with_the_first_cause_and_leaves_no_file(tmp_path: Path) -> None:
-    """A server that is not there: every document fails. Not "wrote 0 questions" and exit 0 over an empty file
+    """A server that is not there: asked once before anything (exit 2, one line); unasked, every document fails,
+    and that is exit 1 with the first failure's cause, not "wrote 0 questions" and exit 0 over an empty file
     that `ragcourt run` would then read as a set of no questions."""
     home = tmp_path / "home"
     index(home)
     out = tmp_path / "questions.jsonl"
-    spec = f"openai:fake-model@http://127.0.0.1:{closed_port()}/v1"
-    result = CliRunner().invoke(app, ["generate", "docs", "--out", str(out), "--home", str(home), "--model", spec])
-    assert result.exit_code == 1, result.output
-    last = result.output.splitlines()[-1]
+    port = closed_port()
+    spec = f"openai:fake-model@http://127.0.0.1:{port}/v1"
+    asked = CliRunner().invoke(app, ["generate", "docs", "--out", str(out), "--home", str(home), "--model", spec])
+    assert asked.exit_code == 2, asked.output
+    assert asked.output.splitlines() == [
+        f"error: the question writer cannot use http://127.0.0.1:{port}/v1/models: connection refused"]
+    unasked = CliRunner().invoke(app, ["generate", "docs", "--out", str(out), "--home", str(home), "--model", spec,
+                                       "--no-check-endpoints"])
+    assert unasked.exit_code == 1, unasked.output
+    last = unasked.output.splitlines()[-1]
     assert last.startswith(f"error: {spec} wrote no question: all 4 documents failed; the first, d1: error: "
                            "connection refused"), last
     assert last.endswith(f"; {out} was not written")
