@@ -141,7 +141,12 @@ def noise(
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Per-question standard deviation between two runs of one configuration and the band within which a
-    change of a mean is noise (z = 1.96), for the whole run and per subgroup."""
+    change of a mean is noise (z = 1.96), for the whole run and per subgroup.
+
+    Two stored runs whose configurations differ (another system, judge, top_k, ...) are refused, naming what
+    differs: their differences are not run-to-run noise. With --allow-different-configs the band is measured
+    anyway and kept saying so, and `ragcourt compare` shows where it came from.
+    """
     metrics = metric or list(DEFAULT_METRICS)
     unknown = unknown_metrics(metrics)
     if unknown:  # before anything runs: a misspelling must not cost two evaluations
