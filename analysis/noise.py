@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from ragcourt.metrics.elements import Z_95, is_noise, noise_band, run_to_run_noise
 from ragcourt.metrics.values import MetricName
 from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema.config import EvalConfig
 
 # Seed 003's noise (per-question sd about 0.14) "comes mainly from the answering LLM": it is measured on the
 # elements the answer states. The context side, which a fixed retriever leaves all but unmoved, is shown beside it.
@@ -79,8 +80,11 @@ class SavedBand(BaseModel):
 
 def differing_settings(a: RunInfo, b: RunInfo) -> list[str]:
     """What two runs differ in besides chance: `system`, then the configuration keys, sorted (SPEED_SETTINGS
-    aside). Empty for two runs of one configuration."""
-    keys = sorted(k for k in {*a.config, *b.config} - SPEED_SETTINGS if a.config.get(k) != b.config.get(k))
+    aside). Empty for two runs of one configuration. A key one run lacks (stored before ragcourt had it) counts
+    as its default."""
+    defaults = EvalConfig().model_dump(mode="json")
+    keys = sorted(k for k in {*a.config, *b.config} - SPEED_SETTINGS
+                  if a.config.get(k, defaults.get(k)) != b.config.get(k, defaults.get(k)))
     return ["system", *keys] if a.system != b.system else keys
 
 

@@ -211,8 +211,11 @@ def test_differing_settings_name_the_system_then_the_keys_and_leave_speed_settin
         return RunInfo(run_id="r", dataset="d", system=system, config=config)
 
     assert differing_settings(info("s", top_k=5, concurrency=8), info("s", top_k=5, concurrency=2)) == []
-    assert differing_settings(info("s", top_k=5, seed=1), info("t", seed=1, decomposer="x")) == [
+    assert differing_settings(info("s", top_k=3, seed=1), info("t", seed=1, decomposer="x")) == [
         "system", "decomposer", "top_k"]
+    # a key stored by one run only (a newer ragcourt's) is its default unless it says otherwise
+    assert differing_settings(info("s", seed=1), info("s", seed=1, top_k=5)) == []
+    assert differing_settings(info("s", seed=1), info("s", seed=1, top_k=3)) == ["top_k"]
 
 
 def test_cli_noise_runs_one_configuration_twice_in_separate_stores(tmp_path):
