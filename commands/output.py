@@ -1,5 +1,6 @@
-"""What every command shares: the console, the one way to fail (one line, no traceback: exit 2 when the command
-could not run, 1 when it ran and failed) and the errors any command can meet said that way, the workspace option and its record store, the dataset options (--map, --format) and table printing (progress
+"""What every command shares: the console, the one way to fail (one line, no traceback: exit 2 when the
+command could not run, 1 when it ran and failed) and the errors any command may meet said that way, the
+workspace option and its record store, the dataset options (--map, --format) and table printing (progress
 bars: commands.progress)."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The composition of a run from its configuration: the LLM clients (one cache, one usage meter, one
 limiter per endpoint), the jury, the decomposer and the answerer, and the EvalContext they make up.
 
-Model specs are checked before anything is built (`check_model_specs`, and `check_judge_options` for judges named
-on the command line); the rule-based choices that need no LLM (`schema.config.NO_LLM_MODELS`) are never parsed
-as specs. `prepare_run` builds a run for the CLI and
-the Python API alike and asks every endpoint once (`check_endpoints`) before the first sample.
+Model specs are checked before anything is built (`check_model_specs`; `check_judge_options` for judges named
+on the command line, each refused with the nearest built-in judge); the rule-based choices that need no LLM
+(`schema.config.NO_LLM_MODELS`) are never parsed as specs. `prepare_run` builds a run for the CLI and the
+Python API alike and asks every endpoint once (`check_endpoints`) before the first sample.
 """
 
 from __future__ import annotations
