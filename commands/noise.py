@@ -282,17 +282,22 @@ def _saved_bands(home: Path) -> dict[str, SavedBand]:
     path = home / BANDS_FILE
     if not path.is_file():
         return {}
+    again = "delete it and measure again"
     try:
         bands = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(bands, dict):
-            raise ValueError("the top level is no mapping of metrics")
-        return {name: SavedBand.model_validate(saved) for name, saved in bands.items()}
-    except ValidationError as error:
-        first = error.errors()[0]
-        problem = f"{'.'.join(map(str, first['loc'])) or 'a metric'}: {first['msg']}"
     except (OSError, ValueError) as error:
-        problem = str(error)
-    _fail(f"{path}: not a bands file written by `ragcourt noise` ({problem}); delete it and measure again")
+        _fail(f"{path}: not a bands file written by `ragcourt noise` ({error}); {again}")
+    if not isinstance(bands, dict):
+        _fail(f"{path}: not a bands file written by `ragcourt noise` (no mapping of metrics); {again}")
+    kept: dict[str, SavedBand] = {}
+    for name, saved in bands.items():
+        try:
+            kept[name] = SavedBand.model_validate(saved)
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(map(str, first["loc"]))
+            _fail(f"{path}: metric '{name}'{f', key {key!r}' if key else ''}: {first['msg']}; {again}")
+    return kept
 
 
 def _warn_of_bands_across_configurations(frame: pd.DataFrame, bands: dict[str, SavedBand]) -> None:

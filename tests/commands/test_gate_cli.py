@@ -190,3 +190,16 @@ def test_a_band_kept_before_configurations_were_checked_says_so(tmp_path) -> Non
     assert result.exit_code == 1, result.output
     assert ("beyond the noise band ±0.113 (`ragcourt noise`: repeat runs x / y (kept before ragcourt checked that "
             "the runs shared a configuration))") in result.output
+
+
+def test_a_kept_band_that_is_no_band_is_one_line_naming_the_file_metric_and_key(tmp_path) -> None:
+    runs_in_store(tmp_path, base=(.7, .7, .7, .7), big=(.5, .5, .5, .5))
+    (tmp_path / "noise").mkdir()
+    bands = tmp_path / "noise" / "bands.json"
+    bands.write_text(json.dumps({"element_coverage": {"per_question_sd": "wide", "n_questions": 4,
+                                                      "measured": "x"}}), encoding="utf-8")
+    result = compare(tmp_path, "base", "big")
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"error: {bands}: metric 'element_coverage', key 'per_question_sd': Input should be a valid number, unable "
+        "to parse string as a number; delete it and measure again"]
