@@ -103,6 +103,13 @@ class LazyCommands(TyperGroup):
                                                            help=entry.short_help)
         return load_command(cmd_name)
 
+    def invoke(self, ctx: Context) -> object:
+        # Imported here: `--help` never gets this far, and the module loads rich's full console.
+        from ragcourt.commands.output import one_line_errors
+
+        with one_line_errors():  # one line and exit 2, never a traceback, for what any command may meet
+            return super().invoke(ctx)
+
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self.listing = True
         try:

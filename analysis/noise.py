@@ -12,6 +12,10 @@ of the compared runs themselves (z * sd of the A-B differences / sqrt(n): the 95
 mean difference, which is wider than pure measurement noise whenever the change differs per question).
 Each frame says which band it used.
 
+Only two runs of one configuration measure run-to-run noise: `differing_settings` names what else two runs
+changed, and a band kept for later comparisons (`SavedBand`) records whether it came from one configuration
+or, allowed explicitly, from runs of different configurations (`BandSource`).
+
 Frames keep undefined figures as None (object columns) with a reason column, never NaN.
 """
 
@@ -19,13 +23,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
 from ragcourt.metrics.elements import Z_95, is_noise, noise_band, run_to_run_noise
 from ragcourt.metrics.values import MetricName
-from ragcourt.schema import Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema import RunInfo, Sample, SampleDiagnostics, SampleStatus
+from ragcourt.schema.config import EvalConfig
 
 # Seed 003's noise (per-question sd about 0.14) "comes mainly from the answering LLM": it is measured on the
 # elements the answer states. The context side, which a fixed retriever leaves all but unmoved, is shown beside it.
@@ -36,7 +43,65 @@ METRIC_MEANINGS = {
     MetricName.ELEMENT_COVERAGE.value: "context side: share of the reference's elements found in the retrieved chunks",
 }
 ALL = "(all)"
-PAIRED_BAND = "paired A-B differences"
+PAIRED_BAND = "paired A-B differences (no noise band measured)"
+
+
+# Settings that change how fast a run goes or where its spans are sent, never a figure: two runs that differ
+# only in them are still repeats of one configuration.
+SPEED_SETTINGS = frozenset({"concurrency", "llm_concurrency", "telemetry"})
+ALLOW_DIFFERENT_CONFIGS = "--allow-different-configs"
+
+
+class BandSource(StrEnum):
+    """Where a noise band's per-question sd was measured."""
+
+    ONE_CONFIGURATION = "one_configuration"  # two runs of one configuration: run-to-run noise
+    DIFFERENT_CONFIGURATIONS = "different_configurations"  # allowed by --allow-different-configs: not noise alone
+
+
+class SavedBand(BaseModel):
+    """A per-question sd `ragcourt noise` measured, kept (HOME/noise/bands.json) for later comparisons."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    per_question_sd: float
+    n_questions: int
+    measured: str  # the runs, or the configuration run twice
+    source: BandSource | None = None  # None: kept before ragcourt recorded whether the configurations matched
+    differing: tuple[str, ...] = ()  # the settings the runs differed in (DIFFERENT_CONFIGURATIONS)
+
+    @property
+    def origin(self) -> str:
+        """Where the band came from, for the `band from` column and the gate's lines."""
+        if self.source is None:
+            return f"`ragcourt noise`: {self.measured} (kept before ragcourt checked that the runs shared a configuration)"
+        return f"`ragcourt noise`: {self.measured}"
+
+
+def differing_settings(a: RunInfo, b: RunInfo) -> list[str]:
+    """What two runs differ in besides chance: `system`, then the configuration keys, sorted (SPEED_SETTINGS
+    aside). Empty for two runs of one configuration. A key one run lacks (stored before ragcourt had it) counts
+    as its default."""
+    defaults = EvalConfig().model_dump(mode="json")
+    keys = sorted(k for k in {*a.config, *b.config} - SPEED_SETTINGS
+                  if a.config.get(k, defaults.get(k)) != b.config.get(k, defaults.get(k)))
+    return ["system", *keys] if a.system != b.system else keys
+
+
+def runs_origin(run_a: str, run_b: str, differing: Sequence[str]) -> str:
+    """How a band measured on two stored runs is described: repeats of one configuration, or runs of different
+    configurations (naming the settings) that the user allowed."""
+    if not differing:
+        return f"repeat runs {run_a} / {run_b} of one configuration"
+    return (f"runs {run_a} / {run_b} of different configurations ({', '.join(differing)}), allowed by "
+            f"{ALLOW_DIFFERENT_CONFIGS}")
+
+
+def different_configurations_refusal(run_a: str, run_b: str, differing: Sequence[str]) -> str:
+    """The one line that refuses a noise band from runs of different configurations."""
+    return (f"{run_a} and {run_b} ran different configurations ({', '.join(differing)}): their differences are "
+            "not run-to-run noise, so no noise band is taken from them; give two runs of one configuration (`ragcourt "
+            f"noise --config FILE --dataset FILE` runs one twice), or {ALLOW_DIFFERENT_CONFIGS} to use them anyway")
 
 
 # Metrics reported with a cut-off k (`MetricName.at`): C-Prec@k and C-nDCG@k of the retrieval's top_k.

@@ -28,7 +28,7 @@ from ragcourt.data.loaders import (
 )
 from ragcourt.judging.baseline import Embed
 from ragcourt.judging.features import FeatureExtractor
-from ragcourt.runs.models import Models, check_model_specs
+from ragcourt.runs.models import Models, check_judge_options, check_model_specs
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import MetricValue, content_id
 from ragcourt.schema.calibration import (
@@ -247,6 +247,11 @@ def calibrate_command(
         _fail("--fit-on chooses among WiCE's labels: it goes with --suite wice")
     if label and from_store:
         _fail("--label chooses among the RAGChecker annotators' labels: it needs --ragchecker or --pairs FILE")
+    if not from_store:  # with --labels or --run, --judge names judge ids in the store, not judges to build
+        try:
+            check_judge_options(judge or ())
+        except ConfigError as error:
+            _fail(str(error))
     workspace = Workspace(home)
     if from_store and not workspace.has_store():  # labels and reviews name stored checks
         _fail(f"no record store at {workspace.store_path}")
@@ -389,8 +394,9 @@ def _suite(suite: Suite, file: Path | None, baselines: list[Path], config_file: 
     try:
         config = load_config(config_file) if config_file else EvalConfig()
         if judge:
+            check_judge_options(judge)
             config = config.with_overrides(judges=[{"model": j, "logprobs": logprobs} for j in judge])
-        check_model_specs(config, str(config_file) if config_file else "options")
+        check_model_specs(config, str(config_file) if config_file else "options", "--judge" if judge else None)
     except (ConfigError, ValueError) as error:
         _fail(str(error))
     try:

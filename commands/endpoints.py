@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 
 from ragcourt.commands.output import fail
-from ragcourt.llm.probe import EndpointUnavailableError
+from ragcourt.llm.probe import EndpointFailure, EndpointUnavailableError, probe, static_failure
+from ragcourt.llm.spec import ModelSpec
 from ragcourt.runs.models import check_endpoints
 from ragcourt.schema.config import EvalConfig
 
@@ -19,3 +20,11 @@ def require_endpoints(config: EvalConfig) -> None:
         asyncio.run(check_endpoints(config))
     except EndpointUnavailableError as error:
         fail(str(error))
+
+
+def require_endpoint(spec: ModelSpec, user: str, *, reach: bool = True) -> None:
+    """Exit 2 with one line when the one model a command calls outside a configuration cannot answer (who
+    calls it, the URL, the cause); `reach=False` checks only what needs no request (a key, a model file)."""
+    failure = asyncio.run(probe(spec)) if reach else static_failure(spec)
+    if failure is not None:
+        fail(str(EndpointFailure(user, *failure)))

@@ -18,11 +18,11 @@ from ragcourt.analysis.gate import (
     regressions,
 )
 from ragcourt.analysis.summary import RunSummary
-from ragcourt.commands.output import console, fail
+from ragcourt.commands.output import RAN_AND_FAILED, console, fail
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema.config import EvalConfig
 
-GATE_FAILED = 1  # the figures are below the gate; 2 stays the code of a command that could not run
+GATE_FAILED = RAN_AND_FAILED  # the figures are below the gate (COULD_NOT_RUN, 2, is a command that could not run)
 
 
 def thresholds_of(config: EvalConfig, config_source: str, items: Sequence[str] | None) -> dict[str, float]:

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import pandas as pd
 import typer
+from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
@@ -17,12 +18,17 @@ from ragcourt.analysis.noise import (
     DEFAULT_METRICS,
     METRIC_MEANINGS,
     PAIRED_BAND,
+    BandSource,
+    SavedBand,
     compare_frame,
+    different_configurations_refusal,
+    differing_settings,
     known_metric_names,
     metric_names,
     noise_frame,
     nothing_varied,
     repeat_sds,
+    runs_origin,
     unknown_metrics,
 )
 from ragcourt.commands.endpoints import require_endpoints
@@ -51,6 +57,12 @@ NOTHING_VARIED = (
     "deterministic model). It says nothing about the run-to-run noise of a real system; repeat with the "
     "live system and LLM judges to measure that."
 )
+
+
+AllowDifferentConfigs = Annotated[bool, typer.Option(
+    "--allow-different-configs",
+    help="take the band from runs of different configurations anyway (refused without it: their differences are "
+         "not run-to-run noise); the band then says so wherever it is shown")]
 
 
 def _cell(value: object) -> str:
@@ -82,17 +94,17 @@ def _diagnostics(store: RecordStore, run_id: str) -> list[SampleDiagnostics]:
     return store.get_diagnostics(run_id)
 
 
-def _warn_if_configurations_differ(store: RecordStore, run_a: str, run_b: str) -> None:
-    """Run-to-run noise is one configuration run twice: two configurations differ by more than noise."""
+def _repeat_runs(store: RecordStore, run_a: str, run_b: str, allow_different: bool) -> list[str]:
+    """The settings two stored runs differ in (empty for repeats of one configuration). Runs of different
+    configurations differ by more than noise: refused (exit 2) unless `allow_different`, then warned about."""
     a, b = store.get_run(run_a), store.get_run(run_b)
-    if a is None or b is None:
-        return
-    keys = sorted(k for k in {*a.config, *b.config} if a.config.get(k) != b.config.get(k))
-    if a.system != b.system:
-        keys.insert(0, "system")
-    if keys:
-        console.print(escape(f"warning: {run_a} and {run_b} ran different configurations ({', '.join(keys)}); "
-                             "their per-question differences are not run-to-run noise"), style="yellow")
+    differing = [] if a is None or b is None else differing_settings(a, b)
+    if differing and not allow_different:
+        _fail(different_configurations_refusal(run_a, run_b, differing))
+    if differing:
+        console.print(escape(f"warning: {run_a} and {run_b} ran different configurations ({', '.join(differing)}); "
+                             "their per-question differences are not run-to-run noise alone"), style="yellow")
+    return differing
 
 
 async def _run_once(home: Path, frozen: list[Decomposition], config_path: Path, samples: list[Sample],
@@ -125,10 +137,16 @@ def noise(
     dataset: Annotated[Path | None, typer.Option(help="samples for --config")] = None,
     system: Annotated[str, typer.Option(help="for --config: precomputed or reference")] = "precomputed",
     collection: Annotated[str, typer.Option(help="for --config with the reference system")] = "hotpotqa",
+    allow_different_configs: AllowDifferentConfigs = False,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Per-question standard deviation between two runs of one configuration and the band within which a
-    change of a mean is noise (z = 1.96), for the whole run and per subgroup."""
+    change of a mean is noise (z = 1.96), for the whole run and per subgroup.
+
+    Two stored runs whose configurations differ (another system, judge, top_k, ...) are refused, naming what
+    differs: their differences are not run-to-run noise. With --allow-different-configs the band is measured
+    anyway and kept saying so, and `ragcourt compare` shows where it came from.
+    """
     metrics = metric or list(DEFAULT_METRICS)
     unknown = unknown_metrics(metrics)
     if unknown:  # before anything runs: a misspelling must not cost two evaluations
@@ -154,13 +172,16 @@ def noise(
                       f"cache; {len(frozen)} frozen element lists copied into both)")
         first = asyncio.run(_run_once(base / "a", frozen, config_file, samples, system, home, collection))
         second = asyncio.run(_run_once(base / "b", frozen, config_file, samples, system, home, collection))
+        measured = f"one configuration ({config_file}) run twice on {dataset}"
+        differing: list[str] = []
     else:
         if run_a is None or run_b is None:
             _fail("give two runs (RUN_A RUN_B) or --config FILE --dataset FILE")
         with existing_store(home) as store:
             first, second = _diagnostics(store, run_a), _diagnostics(store, str(run_b))
-            _warn_if_configurations_differ(store, run_a, str(run_b))
+            differing = _repeat_runs(store, run_a, str(run_b), allow_different_configs)
             samples = store.get_samples(run_a)
+        measured = runs_origin(run_a, str(run_b), differing)
     present = set(metric_names(first)) | set(metric_names(second))
     if not metric:
         metrics = _present_defaults(present)
@@ -176,9 +197,10 @@ def noise(
             console.print(escape(NOTHING_VARIED.format(metric=name)), style="yellow")
         whole = frame.loc[frame["group"] == ALL].to_dict("records")
         if whole and whole[0]["per_question_sd"] is not None:
-            measured = (f"repeat runs {run_a} / {run_b}" if config_file is None
-                        else f"`ragcourt noise --config {config_file}` on {dataset}")
-            _save_band(home, name, whole[0]["per_question_sd"], whole[0]["n_questions"], measured)
+            _save_band(home, name, SavedBand(
+                per_question_sd=whole[0]["per_question_sd"], n_questions=whole[0]["n_questions"], measured=measured,
+                source=BandSource.DIFFERENT_CONFIGURATIONS if differing else BandSource.ONE_CONFIGURATION,
+                differing=tuple(differing)))
 
 
 def _present_defaults(present: set[str]) -> list[str]:
@@ -213,6 +235,7 @@ def compare(
              "known noise band (neither --noise nor a band saved by `ragcourt noise`) is named, not failed")] = False,
     fail_on_any_drop: Annotated[bool, typer.Option(
         help="with --fail-on-regression: a metric without a known noise band fails on any drop")] = False,
+    allow_different_configs: AllowDifferentConfigs = False,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Per metric: mean of A and B over the questions both scored, B - A, and "noise" when inside the band.
@@ -220,21 +243,23 @@ def compare(
     The elements method's answer-side coverage comes first, its context-side coverage beside it.
     The band: from --noise (two repeat runs of one configuration), else the per-question sd that `ragcourt
     noise` measured last for that metric (kept in HOME/noise/bands.json), else the paired band of the A-B
-    differences themselves (not run-to-run noise: --fail-on-regression does not fail on it).
+    differences themselves (not run-to-run noise: --fail-on-regression does not fail on it). Each metric's
+    "band from" says which, and whether its runs were of one configuration.
     """
     with existing_store(home) as store:
         a, b = _diagnostics(store, run_a), _diagnostics(store, run_b)
         if noise_runs:
             if len(noise_runs) != 2:
                 _fail("--noise takes exactly two runs (give it twice)")
-            x, y = _diagnostics(store, noise_runs[0]), _diagnostics(store, noise_runs[1])
-            _warn_if_configurations_differ(store, noise_runs[0], noise_runs[1])
-            frame = compare_frame(a, b, repeat_sds(x, y, [m for d in a for m in {n.name for n in d.metrics}]),
-                                  f"repeat runs {noise_runs[0]} / {noise_runs[1]}")
+            run_x, run_y = noise_runs
+            x, y = _diagnostics(store, run_x), _diagnostics(store, run_y)
+            source = runs_origin(run_x, run_y, _repeat_runs(store, run_x, run_y, allow_different_configs))
+            frame = compare_frame(a, b, repeat_sds(x, y, [m for d in a for m in {n.name for n in d.metrics}]), source)
         else:
-            frame = _with_saved_bands(compare_frame(a, b), a, b, _saved_bands(home))
-    source = (f"repeat runs {noise_runs[0]} / {noise_runs[1]}" if noise_runs
-              else "`ragcourt noise` where measured (HOME/noise/bands.json), else " + PAIRED_BAND)
+            bands = _saved_bands(home)
+            frame = _with_saved_bands(compare_frame(a, b), a, b, bands)
+            source = f"`ragcourt noise` where it measured one (HOME/noise/bands.json), else the {PAIRED_BAND}"
+            _warn_of_bands_across_configurations(frame, bands)
     _print_frame(f"compare {run_a} -> {run_b}: band from {source}, z = 1.96", frame, COMPARE_COLUMNS)
     for name in frame["metric"]:  # the elements method's two coverages, answer side first: say which is which
         if name in METRIC_MEANINGS:
@@ -243,40 +268,56 @@ def compare(
         enforce_no_regression(frame, fail_on_any_drop)
 
 
-def _save_band(home: Path, metric: str, sd: float, n_questions: int, measured: str) -> None:
+def _save_band(home: Path, metric: str, band: SavedBand) -> None:
     """Keep the measured per-question sd of `metric` for later `compare` runs (the others' stay)."""
     path = home / BANDS_FILE
-    bands = _saved_bands(home)
-    bands[metric] = {"per_question_sd": sd, "n_questions": n_questions, "measured": measured}
+    bands = _saved_bands(home) | {metric: band}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(bands, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    kept = {name: saved.model_dump(mode="json", exclude_defaults=True) for name, saved in bands.items()}
+    path.write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     console.print(escape(f"noise band of {metric} kept in {path}: `ragcourt compare` uses it"))
 
 
-def _saved_bands(home: Path) -> dict[str, dict]:
+def _saved_bands(home: Path) -> dict[str, SavedBand]:
     path = home / BANDS_FILE
     if not path.is_file():
         return {}
+    again = "delete it and measure again"
     try:
         bands = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        _fail(f"{path}: not a bands file written by `ragcourt noise` ({error}); delete it and measure again")
-    if not isinstance(bands, dict) or not all(isinstance(v, dict) and isinstance(v.get("per_question_sd"), int | float)
-                                              for v in bands.values()):
-        _fail(f"{path}: every metric needs a numeric 'per_question_sd'; delete it and measure again")
-    return bands
+        _fail(f"{path}: not a bands file written by `ragcourt noise` ({error}); {again}")
+    if not isinstance(bands, dict):
+        _fail(f"{path}: not a bands file written by `ragcourt noise` (no mapping of metrics); {again}")
+    kept: dict[str, SavedBand] = {}
+    for name, saved in bands.items():
+        try:
+            kept[name] = SavedBand.model_validate(saved)
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(map(str, first["loc"]))
+            _fail(f"{path}: metric '{name}'{f', key {key!r}' if key else ''}: {first['msg']}; {again}")
+    return kept
+
+
+def _warn_of_bands_across_configurations(frame: pd.DataFrame, bands: dict[str, SavedBand]) -> None:
+    """A kept band measured on runs of different configurations is used (it was allowed explicitly), and said."""
+    for name in frame["metric"]:
+        saved = bands.get(name)
+        if saved is not None and saved.source is BandSource.DIFFERENT_CONFIGURATIONS:
+            console.print(escape(f"warning: the band of {name} was measured on runs of different configurations "
+                                 f"({', '.join(saved.differing)}): it is not run-to-run noise alone"), style="yellow")
 
 
 def _with_saved_bands(paired: pd.DataFrame, a: list[SampleDiagnostics], b: list[SampleDiagnostics],
-                      bands: dict[str, dict]) -> pd.DataFrame:
+                      bands: dict[str, SavedBand]) -> pd.DataFrame:
     """The compare frame with each metric `ragcourt noise` measured judged against its noise band; the
     others keep the paired band."""
     rows = paired.to_dict("records")
     for i, row in enumerate(rows):
         saved = bands.get(row["metric"])
         if saved is not None and row["difference"] is not None:
-            measured = compare_frame(a, b, {row["metric"]: float(saved["per_question_sd"])},
-                                     f"`ragcourt noise`: {saved.get('measured', 'saved')}")
+            measured = compare_frame(a, b, {row["metric"]: saved.per_question_sd}, saved.origin)
             rows[i] = next(r for r in measured.to_dict("records") if r["metric"] == row["metric"])
     return pd.DataFrame(rows, columns=paired.columns, dtype=object)
 

@@ -1,10 +1,12 @@
-"""What every command shares: the console, the one way to fail (exit 2, a message, no traceback),
-the workspace option and its record store, the dataset options (--map, --format) and table printing (progress
+"""What every command shares: the console, the one way to fail (one line, no traceback: exit 2 when the
+command could not run, 1 when it ran and failed) and the errors any command may meet said that way, the
+workspace option and its record store, the dataset options (--map, --format) and table printing (progress
 bars: commands.progress)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -19,10 +21,10 @@ from ragcourt.analysis.summary import RunSummary
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.human_scores import HumanScores
 from ragcourt.metrics.values import MetricKey, MetricName
-from ragcourt.runs.workspace import Workspace
+from ragcourt.runs.workspace import StoreLocationError, Workspace
 from ragcourt.schema import SampleDiagnostics
 from ragcourt.schema.config import EvalConfig, Method
-from ragcourt.stores.records import RecordStore
+from ragcourt.stores.records import RecordStore, StoreUnavailableError, StoreVersionError
 
 
 class PipeFriendlyConsole(Console):
@@ -49,9 +51,24 @@ StrictOption = Annotated[bool, typer.Option(
                      "line and the field it most likely misspells, and the field kept in metadata)")]
 
 
-def fail(message: str) -> NoReturn:
+COULD_NOT_RUN = 2  # bad input or options, or a store, model or endpoint the command needs is not there
+RAN_AND_FAILED = 1  # the command ran and failed: it produced nothing, or a gate did not pass
+
+
+def fail(message: str, code: int = COULD_NOT_RUN) -> NoReturn:
     console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Around every command (cli.py): the errors any command can meet beyond its own checks, said as `fail`
+    says them instead of a traceback: a record store that cannot be opened or was written by another version,
+    a store location that is no PostgreSQL URL."""
+    try:
+        yield
+    except (StoreUnavailableError, StoreVersionError, StoreLocationError) as error:
+        fail(str(error))
 
 
 def existing_store(home: Path) -> RecordStore:

@@ -23,7 +23,7 @@ from ragcourt.metrics.dice import (
     round_robin_schedule,
 )
 from ragcourt.nodes.tournament_state import OrderProtocol, ScoreScheme
-from ragcourt.runs.models import Models
+from ragcourt.runs.models import Models, check_judge_options
 from ragcourt.runs.ranking import (
     MatchProgress,
     RankingReport,
@@ -203,6 +203,7 @@ def rank(
         _fail("--judge learned decides binary checks (claim_supported, subquery_in_chunk) only, not A / B / Tie: "
               "rank with lexical, semantic or an LLM judge")
     try:
+        check_judge_options(judge or ())
         answer_sets = [load_answer_set(path) for path in systems]
         refs = load_references(references, dataset_format, column_map) if references else None
         metric_judges = tuple(ThresholdJudgeSpec.parse(m) for m in metric_judge or ())

@@ -111,7 +111,7 @@ def run(
             overrides["telemetry"] = {"otlp_endpoint": otlp_endpoint}
         if overrides:
             config = config.with_overrides(**overrides)
-        check_model_specs(config, str(config_file) if config_file else "options")
+        check_model_specs(config, str(config_file) if config_file else "options", "--judge" if judge else None)
     except (ConfigError, ValueError) as error:
         fail(str(error))
     thresholds = thresholds_of(config, str(config_file) if config_file else "config", fail_under)

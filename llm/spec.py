@@ -30,10 +30,11 @@ is never chosen automatically; ask for it when a server supports neither of the 
 
 from __future__ import annotations
 
+import difflib
 from enum import StrEnum
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 OPENAI_API_BASE_URL = "https://api.openai.com/v1"
 
@@ -54,10 +55,27 @@ class BundledModel(StrEnum):
 
 
 DEFAULT_BUNDLED_MODEL = BundledModel.SMOLLM2_135M  # what bare `local` names (run ids and the demo rely on it)
+SPEC_EXAMPLES = ("openai:gpt-4o-mini", "openai:qwen2.5-7b@http://127.0.0.1:8000/v1", f"local:{BundledModel.GEMMA3_270M}")
 _EXPECTED_FORMS = (
     "expected 'openai:<model>', 'openai:<model>@http(s)://host[:port]/path', 'local:<path>.gguf', "
-    f"'local:<bundled model>' ({', '.join(BundledModel)}) or 'local', optionally followed by '#<method>'"
+    f"'local:<bundled model>' ({', '.join(BundledModel)}) or 'local', optionally followed by '#<method>', "
+    f"e.g. {', '.join(SPEC_EXAMPLES)}"
 )
+
+
+def did_you_mean(word: str, names: list[str]) -> str:
+    """"did you mean 'x'?" for the name closest to a misspelt `word`, '' when none is close."""
+    close = difflib.get_close_matches(word.lower(), names, n=1)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def _refusal(error: ValueError) -> str:
+    """What a validator refused, in its own words: pydantic's wrapping (error count, type, input, a link to
+    its docs) said nothing a user needs, over several lines."""
+    if not isinstance(error, ValidationError):
+        return str(error)
+    return "; ".join(str(item["ctx"]["error"]) if "error" in item.get("ctx", {}) else item["msg"]
+                     for item in error.errors())
 
 
 class StructuredMethod(StrEnum):
@@ -81,7 +99,9 @@ class ModelSpec(BaseModel):
         if info.data.get("provider") is Provider.LOCAL:
             if model not in tuple(BundledModel) and not model.lower().endswith(LOCAL_MODEL_SUFFIX):
                 raise ValueError(
-                    f"local model {model!r} is neither a {LOCAL_MODEL_SUFFIX} file nor a bundled model; {_EXPECTED_FORMS}"
+                    f"local model {model!r} is neither a {LOCAL_MODEL_SUFFIX} file nor a bundled model "
+                    f"({did_you_mean(model, list(BundledModel)) or 'bundled: ' + ', '.join(BundledModel)}); "
+                    f"{_EXPECTED_FORMS}"
                 )
             return model  # a path: spaces are allowed
         if not model or model != model.strip() or any(c.isspace() for c in model):
@@ -122,10 +142,9 @@ class ModelSpec(BaseModel):
         try:
             provider = Provider(provider_name.lower())
         except ValueError:
-            known = ", ".join(p.value for p in Provider)
+            known = "; ".join(filter(None, ["known: " + ", ".join(Provider), did_you_mean(provider_name, list(Provider))]))
             raise ValueError(
-                f"model spec {text!r} names unknown provider {provider_name!r} (known: {known}); "
-                f"{_EXPECTED_FORMS}"
+                f"model spec {text!r} names unknown provider {provider_name!r} ({known}); {_EXPECTED_FORMS}"
             ) from None
         if provider is Provider.LOCAL:
             if not rest:
@@ -135,7 +154,7 @@ class ModelSpec(BaseModel):
             try:
                 return cls(provider=provider, model=model_name, method=method)
             except ValueError as error:
-                raise ValueError(f"model spec {text!r}: {error}") from None
+                raise ValueError(f"model spec {text!r}: {_refusal(error)}") from None
         model, at, base_url = rest.partition("@")
         if at and not base_url:
             raise ValueError(f"model spec {text!r} has '@' but no base_url after it; {_EXPECTED_FORMS}")
@@ -144,7 +163,7 @@ class ModelSpec(BaseModel):
         try:
             return cls(provider=provider, model=model, base_url=base_url or None, method=method)
         except ValueError as error:  # pydantic's ValidationError is a ValueError; say which string
-            raise ValueError(f"model spec {text!r}: {error}") from None
+            raise ValueError(f"model spec {text!r}: {_refusal(error)}") from None
 
     @property
     def bundled(self) -> BundledModel | None:

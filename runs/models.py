@@ -1,15 +1,16 @@
 """The composition of a run from its configuration: the LLM clients (one cache, one usage meter, one
 limiter per endpoint), the jury, the decomposer and the answerer, and the EvalContext they make up.
 
-Model specs are checked before anything is built (`check_model_specs`); the rule-based choices that need
-no LLM (`schema.config.NO_LLM_MODELS`) are never parsed as specs. `prepare_run` builds a run for the CLI and
-the Python API alike and asks every endpoint once (`check_endpoints`) before the first sample.
+Model specs are checked before anything is built (`check_model_specs`; `check_judge_options` for judges named
+on the command line, each refused with the nearest built-in judge); the rule-based choices that need no LLM
+(`schema.config.NO_LLM_MODELS`) are never parsed as specs. `prepare_run` builds a run for the CLI and the
+Python API alike and asks every endpoint once (`check_endpoints`) before the first sample.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ from ragcourt.llm.probe import (
     probe,
     static_failure,
 )
-from ragcourt.llm.spec import ModelSpec, Provider
+from ragcourt.llm.spec import SPEC_EXAMPLES, BundledModel, ModelSpec, Provider, did_you_mean
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.nodes.state import EvalContext
 from ragcourt.schema.config import NO_LLM_MODELS, BaselineModel, ConfigError, EvalConfig
@@ -50,9 +51,48 @@ def _llm_specs(config: EvalConfig) -> list[tuple[str, str, str]]:
     return named
 
 
-def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
-    """Raise ConfigError naming the key of a model spec that does not parse, or of repeated judge ids: what
-    building the Models would fail on, found before a store is opened or anything is built."""
+# The judges named without a model spec: the rules (no LLM) and the bundled local models.
+JUDGE_RULES = (BaselineModel.LEXICAL, BaselineModel.SEMANTIC, BaselineModel.LEARNED)
+BUILTIN_JUDGES = (*JUDGE_RULES, Provider.LOCAL.value, *(f"{Provider.LOCAL}:{model}" for model in BundledModel))
+
+
+def judge_problem(text: str) -> str | None:
+    """Why `text` names no judge, in one line, or None when it names one (a rule or a model spec). A name
+    without a provider is taken for a misspelt built-in judge (the nearest one suggested, all of them listed);
+    a spec with a provider is said wrong as ModelSpec.parse says it."""
+    if text in JUDGE_RULES:
+        return None
+    try:
+        ModelSpec.parse(text)
+        return None
+    except ValueError as error:
+        refusal = str(error)
+    name = text.strip()
+    hint = did_you_mean(name, list(BUILTIN_JUDGES))
+    if ":" in name and not hint:
+        return refusal
+    if name in NO_LLM_MODELS - set(JUDGE_RULES):
+        hint = f"'{name}' is a rule of the decomposer or the answerer, not a judge;"
+    elif not hint and name and not any(c.isspace() or c in "@#" for c in name):
+        hint = f"did you mean 'openai:{name}' (a model spec starts with its provider)?"
+    return (f"unknown judge {text!r}: {hint + ' ' if hint else ''}built-in judges: {', '.join(BUILTIN_JUDGES)}, "
+            f"or a model spec such as {SPEC_EXAMPLES[0]}")
+
+
+def check_model_specs(config: EvalConfig, source: str = "<config>", judges_option: str | None = None) -> None:
+    """Raise ConfigError naming the key of a model spec that does not parse, of a judge that names none, or
+    of repeated judge ids: what building the Models would fail on, found before a store is opened or anything
+    is built. `judges_option`: the command-line option the judges came from, named instead of their keys."""
+
+    def judges_key(index: int | None = None) -> str:
+        if judges_option is not None:
+            return judges_option
+        return f"{source}: invalid configuration key 'judges{'' if index is None else f'.{index}.model'}'"
+
+    for i, judge in enumerate(config.judges):
+        problem = judge_problem(judge.model)
+        if problem is not None:
+            raise ConfigError(f"{judges_key(i)}: {problem}")
     for key, _, text in _llm_specs(config):
         try:
             ModelSpec.parse(text)
@@ -60,14 +100,23 @@ def check_model_specs(config: EvalConfig, source: str = "<config>") -> None:
             raise ConfigError(f"{source}: invalid configuration key '{key}': {error}") from None
     for i, judge in enumerate(config.judges):
         if judge.model == BaselineModel.LEARNED and config.calibration_profile is None:
-            raise ConfigError(f"{source}: invalid configuration key 'judges.{i}.model': '{judge.model}' applies the "
-                              "stacked models of the run's calibration profile, and the run has none: set "
-                              "'calibration_profile' (or --calibration-profile P) to a profile saved by `ragcourt "
-                              "calibrate --suite wice|hotpotqa --file F --fit-stacked --save-profile P`")
+            raise ConfigError(f"{judges_key(i)}: '{judge.model}' applies the stacked models of the run's calibration "
+                              "profile, and the run has none: set 'calibration_profile' (or --calibration-profile P) "
+                              "to a profile saved by `ragcourt calibrate --suite wice|hotpotqa --file F --fit-stacked "
+                              "--save-profile P`")
     ids = [j.judge_id for j in config.judges]
     if len(set(ids)) != len(ids):
-        raise ConfigError(f"{source}: invalid configuration key 'judges': judge ids must be unique, got {ids}; give "
-                          "repeated models an 'id'")
+        remedy = "give each once" if judges_option is not None else "give repeated models an 'id'"
+        raise ConfigError(f"{judges_key()}: judge ids must be unique, got {ids}; {remedy}")
+
+
+def check_judge_options(values: Sequence[str], option: str = "--judge") -> None:
+    """Raise ConfigError naming the option (not a configuration key the user never wrote) when a judge given
+    on the command line names none."""
+    for text in values:
+        problem = judge_problem(text)
+        if problem is not None:
+            raise ConfigError(f"{option}: {problem}")
 
 
 async def check_endpoints(config: EvalConfig, *, reach: bool = True) -> None:

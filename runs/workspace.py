@@ -38,6 +38,10 @@ STORE_URL_FILE = "store.url"
 CHROMA_URL_FILE = "chroma.url"
 
 
+class StoreLocationError(ValueError):
+    """A record store location that is no PostgreSQL URL where one is expected (--store, $RAGCOURT_STORE)."""
+
+
 def derived_run_id(config: EvalConfig, samples: Sequence[Sample], system: str, digits: int = 16) -> str:
     """The run id of a configuration, a system and samples: over the samples' contents, not only their ids, so
     an edited dataset is another run (its figures are never shown as those of the old text). Where spans go
@@ -55,7 +59,8 @@ class Workspace:
     def __init__(self, home: PathInput = DEFAULT_HOME, store: str | None = None, chroma: str | None = None) -> None:
         object.__setattr__(self, "home", Path(home))  # a str or any PathLike is taken
         if store is not None and not is_postgres_url(store):
-            raise ValueError(f"store {store!r} is no postgresql:// URL (the SQLite store is the workspace's own file)")
+            raise StoreLocationError(f"store {store!r} is no postgresql:// URL (the SQLite store is the workspace's own "
+                                     "file)")
         object.__setattr__(self, "store", store)
         if chroma is not None:
             chroma_address(chroma)  # refused here, before anything is opened
@@ -72,7 +77,7 @@ class Workspace:
         given = self.store or os.environ.get(STORE_ENV) or None
         if given is not None:
             if not is_postgres_url(given):
-                raise ValueError(f"${STORE_ENV} {given!r} is no postgresql:// URL")
+                raise StoreLocationError(f"${STORE_ENV} {given!r} is no postgresql:// URL")
             return given
         kept = self.home / STORE_URL_FILE
         return kept.read_text(encoding="utf-8").strip() if kept.is_file() else None

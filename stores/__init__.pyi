@@ -14,7 +14,7 @@ from .embeddings import EmbeddingKind, HashingEmbedding, MiniLMEmbedding, make_e
 from .group_commit import GroupCommit, Statement
 from .queries import MetricTotals, SampleCheckCounts, VerdictTally
 from .record_cache import CacheEntry
-from .records import RecordStore, StoreVersionError
+from .records import RecordStore, StoreUnavailableError, StoreVersionError
 from .vectors import CollectionNotFoundError, VectorStore
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "SQLiteDialect",
     "SampleCheckCounts",
     "Statement",
+    "StoreUnavailableError",
     "StoreVersionError",
     "VectorStore",
     "VerdictTally",

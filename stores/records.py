@@ -40,7 +40,14 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.stores.dialect import ColumnKind, Connection, Dialect, dialect_for, is_postgres_url
+from ragcourt.stores.dialect import (
+    ColumnKind,
+    Connection,
+    Dialect,
+    dialect_for,
+    is_postgres_url,
+    shown_location,
+)
 from ragcourt.stores.group_commit import GroupCommit, Statement
 from ragcourt.stores.queries import RecordQueries
 from ragcourt.stores.record_base import R, utc_text
@@ -55,6 +62,18 @@ _IN_SLICE = 500
 
 class StoreVersionError(RuntimeError):
     """The file was written with another schema version than this code reads."""
+
+
+class StoreUnavailableError(RuntimeError):
+    """The record store cannot be opened: a PostgreSQL server that does not answer, a file that is no database,
+    a folder that cannot be written, no PostgreSQL driver. Its message is one line naming the store (a URL's
+    password masked) and the cause."""
+
+    def __init__(self, location: str, cause: object) -> None:
+        self.location = location
+        # a driver's message may run over several lines (psycopg adds a hint on a line of its own)
+        self.cause = "; ".join(line.strip() for line in str(cause).splitlines() if line.strip())
+        super().__init__(f"cannot open record store {location}: {self.cause}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,19 +292,25 @@ class RecordStore(RecordQueries, RecordCache):
         # path: the SQLite file (None for PostgreSQL); url: the PostgreSQL URL (None for SQLite)
         self.url = str(location) if is_postgres_url(location) else None
         self.path = None if self.url else Path(location)
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._dialect = dialect_for(self.url or Path(location))
+        try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._dialect = dialect_for(self.url or Path(location))
+        except OSError as error:
+            raise StoreUnavailableError(shown_location(location), error.strerror or error) from error
+        except ImportError as error:  # psycopg, imported by the PostgreSQL dialect only
+            raise StoreUnavailableError(shown_location(location), f"a PostgreSQL store needs psycopg ({error}): "
+                                        "pip install 'ragcourt[postgres]'") from error
         self._lock = threading.Lock()
         try:
             self._conn = self._dialect.connect()
         except self._dialect.database_error as error:
-            raise self._dialect.database_error(f"cannot open record store {self.location}: {error}") from error
+            raise StoreUnavailableError(self.location, error) from error
         try:
             self._create_schema()
         except self._dialect.database_error as error:
             self._conn.close()
-            raise self._dialect.database_error(f"cannot open record store {self.location}: {error}") from error
+            raise StoreUnavailableError(self.location, error) from error
         except BaseException:
             self._conn.close()
             raise

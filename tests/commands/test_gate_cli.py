@@ -84,10 +84,11 @@ def test_the_configs_fail_under_gates_the_run_and_the_option_overrides_it(tmp_pa
 SAMPLES = [Sample(id=q, question=f"{q}?") for q in ("q1", "q2", "q3", "q4")]
 
 
-def runs_in_store(home, **runs: tuple[float, ...]) -> None:
+def runs_in_store(home, configs: dict[str, dict] | None = None, **runs: tuple[float, ...]) -> None:
+    """Runs of element_coverage values; each of the configuration {} unless `configs` gives its own."""
     with Workspace(home).open_store() as store:
         for run_id, values in runs.items():
-            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={}))
+            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config=(configs or {}).get(run_id, {})))
             store.put_samples(run_id, SAMPLES)
             store.put(*(SampleDiagnostics(run_id=run_id, sample_id=s.id, question=s.question,
                                           metrics=(MetricValue(name="element_coverage", value=v),))
@@ -95,7 +96,7 @@ def runs_in_store(home, **runs: tuple[float, ...]) -> None:
 
 
 def compare(home, *options: str):
-    return CliRunner().invoke(app, ["compare", *options, "--home", str(home)])
+    return CliRunner().invoke(app, ["compare", *options, "--home", str(home)], env={"COLUMNS": "250"})
 
 
 def test_compare_fail_on_regression_passes_inside_the_band_and_fails_outside_it(tmp_path) -> None:
@@ -104,12 +105,12 @@ def test_compare_fail_on_regression_passes_inside_the_band_and_fails_outside_it(
     noise = ["--noise", "x", "--noise", "y"]
     inside = compare(tmp_path, "base", "small", *noise, "--fail-on-regression")
     assert inside.exit_code == 0, inside.output
-    assert ("ok   element_coverage 0.700 -> 0.600 (-0.100; n=4): inside the noise band ±0.113 (repeat runs x / y)"
-            in inside.output)
+    assert ("ok   element_coverage 0.700 -> 0.600 (-0.100; n=4): inside the noise band ±0.113 (repeat runs x / y "
+            "of one configuration)" in inside.output)
     outside = compare(tmp_path, "base", "big", *noise, "--fail-on-regression")
     assert outside.exit_code == 1, outside.output
-    assert ("FAIL element_coverage 0.700 -> 0.500 (-0.200; n=4): beyond the noise band ±0.113 (repeat runs x / y)"
-            in outside.output)
+    assert ("FAIL element_coverage 0.700 -> 0.500 (-0.200; n=4): beyond the noise band ±0.113 (repeat runs x / y "
+            "of one configuration)" in outside.output)
     improved = compare(tmp_path, "big", "base", *noise, "--fail-on-regression")
     assert improved.exit_code == 0 and "gate passed: no metric dropped" in improved.output
     without_gate = compare(tmp_path, "base", "big", *noise)
@@ -120,6 +121,7 @@ def test_without_a_noise_band_a_drop_is_named_and_fails_only_on_any_drop(tmp_pat
     runs_in_store(tmp_path, base=(.7, .7, .7, .7), big=(.5, .5, .5, .5))
     named = compare(tmp_path, "base", "big", "--fail-on-regression")
     assert named.exit_code == 0, named.output
+    assert "│ paired A-B differences (no noise band measured) │" in named.output
     assert "note element_coverage 0.700 -> 0.500 (-0.200; n=4): a drop, but no noise band is known" in named.output
     strict = compare(tmp_path, "base", "big", "--fail-on-regression", "--fail-on-any-drop")
     assert strict.exit_code == 1
@@ -133,11 +135,13 @@ def test_the_band_ragcourt_noise_measured_is_kept_for_compare(tmp_path) -> None:
     assert measured.exit_code == 0, measured.output
     kept = json.loads((tmp_path / "noise" / "bands.json").read_text(encoding="utf-8"))
     assert kept["element_coverage"]["per_question_sd"] == pytest.approx(math.sqrt(0.04 / 3))
-    assert kept["element_coverage"]["measured"] == "repeat runs x / y"
+    assert kept["element_coverage"]["measured"] == "repeat runs x / y of one configuration"
+    assert kept["element_coverage"]["source"] == "one_configuration"
     assert compare(tmp_path, "base", "small", "--fail-on-regression").exit_code == 0
     outside = compare(tmp_path, "base", "big", "--fail-on-regression")
     assert outside.exit_code == 1
-    assert "beyond the noise band ±0.113 (`ragcourt noise`: repeat runs x / y)" in outside.output
+    assert ("beyond the noise band ±0.113 (`ragcourt noise`: repeat runs x / y of one configuration)"
+            in outside.output)
 
 
 def test_a_flagged_figure_is_left_out_of_the_gate_unless_count_flagged(tmp_path, monkeypatch) -> None:
@@ -171,3 +175,64 @@ def test_a_flagged_figure_is_left_out_of_the_gate_unless_count_flagged(tmp_path,
     assert "flagged: 1 figures of 1 samples were judged in a call without the units of a split that failed" in lines[-3]
     assert lines[-2:] == ["FAIL completeness 0.400 < 0.500 (n=1, 0 unscored, 0 escalated, 1 flagged left out)",
                           "gate passed: completeness >= 0.5 (1 flagged figures counted)"]
+
+
+DIFFERENT = {"judges": [{"model": "semantic"}], "top_k": 3, "llm_concurrency": 4}  # y's settings beside x's {}
+ACROSS = "runs x / y of different configurations (judges, top_k), allowed by --allow-different-configs"
+
+
+def test_a_band_from_runs_of_different_configurations_is_refused_unless_allowed_and_then_said(tmp_path) -> None:
+    """Two configurations differ by more than noise: no band from them without --allow-different-configs
+    (llm_concurrency changes no figure: not named); allowed, the band says where it came from in every line."""
+    runs_in_store(tmp_path, configs={"y": DIFFERENT}, x=(.5, .5, .5, .5), y=(.6, .4, .6, .4), base=(.7, .7, .7, .7),
+                  big=(.5, .5, .5, .5))
+    refused = CliRunner().invoke(app, ["noise", "x", "y", "--home", str(tmp_path)])
+    assert refused.exit_code == 2, refused.output
+    assert refused.output.splitlines() == [
+        "error: x and y ran different configurations (judges, top_k): their differences are not run-to-run noise, "
+        "so no noise band is taken from them; give two runs of one configuration (`ragcourt noise --config FILE "
+        "--dataset FILE` runs one twice), or --allow-different-configs to use them anyway"]
+    assert not (tmp_path / "noise" / "bands.json").exists()
+    gated = compare(tmp_path, "base", "big", "--noise", "x", "--noise", "y", "--fail-on-regression")
+    assert gated.exit_code == 2 and gated.output.startswith("error: x and y ran different configurations")
+
+    allowed = CliRunner().invoke(app, ["noise", "x", "y", "--allow-different-configs", "--home", str(tmp_path)])
+    assert allowed.exit_code == 0, allowed.output
+    assert "warning: x and y ran different configurations (judges, top_k)" in " ".join(allowed.output.split())
+    kept = json.loads((tmp_path / "noise" / "bands.json").read_text(encoding="utf-8"))["element_coverage"]
+    assert kept == {"per_question_sd": pytest.approx(math.sqrt(0.04 / 3)), "n_questions": 4, "measured": ACROSS,
+                    "source": "different_configurations", "differing": ["judges", "top_k"]}
+    from_kept = compare(tmp_path, "base", "big", "--fail-on-regression")
+    assert from_kept.exit_code == 1, from_kept.output
+    assert (f"FAIL element_coverage 0.700 -> 0.500 (-0.200; n=4): beyond the noise band ±0.113 (`ragcourt noise`: "
+            f"{ACROSS})") in from_kept.output
+    assert ("warning: the band of element_coverage was measured on runs of different configurations (judges, "
+            "top_k): it is not run-to-run noise alone") in from_kept.output
+    given = compare(tmp_path, "base", "big", "--noise", "x", "--noise", "y", "--allow-different-configs",
+                    "--fail-on-regression")
+    assert given.exit_code == 1, given.output
+    assert f"beyond the noise band ±0.113 ({ACROSS})" in given.output
+
+
+def test_a_band_kept_before_configurations_were_checked_says_so(tmp_path) -> None:
+    runs_in_store(tmp_path, base=(.7, .7, .7, .7), big=(.5, .5, .5, .5))
+    (tmp_path / "noise").mkdir()
+    (tmp_path / "noise" / "bands.json").write_text(json.dumps({"element_coverage": {
+        "per_question_sd": 0.11547, "n_questions": 4, "measured": "repeat runs x / y"}}), encoding="utf-8")
+    result = compare(tmp_path, "base", "big", "--fail-on-regression")
+    assert result.exit_code == 1, result.output
+    assert ("beyond the noise band ±0.113 (`ragcourt noise`: repeat runs x / y (kept before ragcourt checked that "
+            "the runs shared a configuration))") in result.output
+
+
+def test_a_kept_band_that_is_no_band_is_one_line_naming_the_file_metric_and_key(tmp_path) -> None:
+    runs_in_store(tmp_path, base=(.7, .7, .7, .7), big=(.5, .5, .5, .5))
+    (tmp_path / "noise").mkdir()
+    bands = tmp_path / "noise" / "bands.json"
+    bands.write_text(json.dumps({"element_coverage": {"per_question_sd": "wide", "n_questions": 4,
+                                                      "measured": "x"}}), encoding="utf-8")
+    result = compare(tmp_path, "base", "big")
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"error: {bands}: metric 'element_coverage', key 'per_question_sd': Input should be a valid number, unable "
+        "to parse string as a number; delete it and measure again"]

@@ -19,6 +19,7 @@ from ragcourt.analysis.noise import (
     ALL,
     PAIRED_BAND,
     compare_frame,
+    differing_settings,
     is_known_metric,
     metric_values,
     noise_frame,
@@ -191,15 +192,30 @@ def test_runs_without_either_coverage_need_a_metric_named(tmp_path):
             "--metric (their metrics: completeness)") in " ".join(noise.output.split())
 
 
-def test_noise_between_two_configurations_is_flagged(tmp_path):
+def test_noise_between_two_configurations_is_refused_naming_what_differs(tmp_path):
     with Workspace(tmp_path).open_store() as store:
-        for run_id, rows, judges in (("a", A, ["lexical"]), ("b", B, ["lexical", "semantic"])):
-            store.put(RunInfo(run_id=run_id, dataset="d", system="s", config={"judges": judges, "top_k": 5}))
+        for run_id, rows, judges, system in (("a", A, ["lexical"], "s"), ("b", B, ["lexical", "semantic"], "t")):
+            store.put(RunInfo(run_id=run_id, dataset="d", system=system, config={"judges": judges, "top_k": 5,
+                                                                                 "telemetry": {"x": run_id}}))
             store.put_samples(run_id, SAMPLES)
             store.put(*rows)
     noise = CliRunner().invoke(app, ["noise", "a", "b", "--home", str(tmp_path)])
-    assert noise.exit_code == 0, noise.output
-    assert "warning: a and b ran different configurations (judges)" in " ".join(noise.output.split())
+    assert noise.exit_code == 2, noise.output
+    assert noise.output.startswith("error: a and b ran different configurations (system, judges): their "
+                                   "differences are not run-to-run noise") and len(noise.output.splitlines()) == 1
+    assert not (tmp_path / "noise").exists()
+
+
+def test_differing_settings_name_the_system_then_the_keys_and_leave_speed_settings_out():
+    def info(system: str, **config: object) -> RunInfo:
+        return RunInfo(run_id="r", dataset="d", system=system, config=config)
+
+    assert differing_settings(info("s", top_k=5, concurrency=8), info("s", top_k=5, concurrency=2)) == []
+    assert differing_settings(info("s", top_k=3, seed=1), info("t", seed=1, decomposer="x")) == [
+        "system", "decomposer", "top_k"]
+    # a key stored by one run only (a newer ragcourt's) is its default unless it says otherwise
+    assert differing_settings(info("s", seed=1), info("s", seed=1, top_k=5)) == []
+    assert differing_settings(info("s", seed=1), info("s", seed=1, top_k=3)) == ["top_k"]
 
 
 def test_cli_noise_runs_one_configuration_twice_in_separate_stores(tmp_path):

@@ -48,15 +48,22 @@ def test_explicit_method_is_kept() -> None:
         ("openai:qwen@127.0.0.1:8000", "not an http(s) URL"),
         ("openai:qwen@ftp://host/v1", "not an http(s) URL"),
         ("openai:my model", "whitespace"),
+        ("openai:MODEL@URL", "model spec 'openai:MODEL@URL': base_url 'URL' is not an http(s) URL with a host; "),
+        ("opnai:gpt-4o", "unknown provider 'opnai' (known: openai, local; did you mean 'openai'?)"),
+        ("local:gema3-270m", "neither a .gguf file nor a bundled model (did you mean 'gemma3-270m'?)"),
     ],
 )
 def test_bad_spec_strings_name_the_problem_and_the_expected_forms(text: str, problem: str) -> None:
+    """One line: the spec, what is wrong, the forms and valid examples; none of pydantic's wrapping (error
+    count, type, input, a link to its docs)."""
     with pytest.raises(ValueError) as raised:
         ModelSpec.parse(text)
     message = str(raised.value)
     assert problem in message
     assert repr(text) in message or text in message
     assert "openai:<model>@http(s)://" in message
+    assert message.endswith("e.g. openai:gpt-4o-mini, openai:qwen2.5-7b@http://127.0.0.1:8000/v1, local:gemma3-270m")
+    assert "\n" not in message and "pydantic" not in message and "validation error" not in message
 
 
 def test_base_url_endpoint_gets_placeholder_key_without_env(monkeypatch: pytest.MonkeyPatch) -> None:

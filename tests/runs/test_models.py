@@ -10,8 +10,14 @@ from fakes.status_server import closed_port
 
 from ragcourt.judging import LLMJudge
 from ragcourt.llm.probe import EndpointUnavailableError
-from ragcourt.runs.models import Models, check_endpoints
-from ragcourt.schema.config import DimensionProtocol, parse_config
+from ragcourt.runs.models import (
+    Models,
+    check_endpoints,
+    check_judge_options,
+    check_model_specs,
+    judge_problem,
+)
+from ragcourt.schema.config import ConfigError, DimensionProtocol, parse_config
 from ragcourt.stores.records import RecordStore
 
 URL = "http://127.0.0.1:9/v1"  # never called: building a client makes no request
@@ -54,3 +60,49 @@ async def test_each_endpoint_is_asked_once_naming_everyone_who_calls_it(monkeypa
         await check_endpoints(config, reach=False)
     assert str(without_requests.value) == "answerer cannot use https://api.openai.com/v1: no API key: set OPENAI_API_KEY"
     await check_endpoints(parse_config({"judges": [{"model": "lexical"}]}))  # nothing to ask
+
+
+BUILT_IN = ("built-in judges: lexical, semantic, learned, local, local:smollm2-135m, local:gemma3-270m, or a model "
+            "spec such as openai:gpt-4o-mini")
+
+
+@pytest.mark.parametrize(("text", "hint"), [
+    ("lexcal", "did you mean 'lexical'? "),
+    ("Semantic", "did you mean 'semantic'? "),
+    ("locl", "did you mean 'local'? "),
+    ("local:gema3-270m", "did you mean 'local:gemma3-270m'? "),
+    ("gpt-4o-mini", "did you mean 'openai:gpt-4o-mini' (a model spec starts with its provider)? "),
+    ("sentences", "'sentences' is a rule of the decomposer or the answerer, not a judge; "),
+    ("my judge", ""),
+])
+def test_a_name_that_is_no_judge_gets_the_nearest_built_in_one_and_the_list(text: str, hint: str) -> None:
+    assert judge_problem(text) == f"unknown judge {text!r}: {hint}{BUILT_IN}"
+
+
+def test_judges_and_specs_with_a_provider_are_judged_as_specs() -> None:
+    for judge in ("lexical", "semantic", "learned", "local", "local:gemma3-270m", f"openai:m@{URL}"):
+        assert judge_problem(judge) is None
+    wrong = judge_problem("openai:MODEL@URL")
+    assert wrong is not None and wrong.startswith("model spec 'openai:MODEL@URL': base_url 'URL' is not an http(s) URL")
+
+
+def test_a_judge_option_is_named_as_given_and_a_config_key_as_written() -> None:
+    with pytest.raises(ConfigError) as option:
+        check_judge_options(["lexical", "lexcal"])
+    assert str(option.value) == f"--judge: unknown judge 'lexcal': did you mean 'lexical'? {BUILT_IN}"
+    with pytest.raises(ConfigError) as key:
+        check_model_specs(parse_config({"judges": [{"model": "lexical"}, {"model": "lexcal"}]}), "c.yaml")
+    assert str(key.value) == ("c.yaml: invalid configuration key 'judges.1.model': unknown judge 'lexcal': did you "
+                              f"mean 'lexical'? {BUILT_IN}")
+
+
+def test_judges_from_an_option_are_named_by_it_in_every_refusal() -> None:
+    learned = parse_config({"judges": [{"model": "learned"}]})
+    with pytest.raises(ConfigError, match=r"^--judge: 'learned' applies the stacked models"):
+        check_model_specs(learned, "options", "--judge")
+    with pytest.raises(ConfigError, match=r"^c\.yaml: invalid configuration key 'judges\.0\.model': 'learned'"):
+        check_model_specs(learned, "c.yaml")
+    twice = parse_config({"judges": [{"model": "lexical"}, {"model": "lexical"}]})
+    with pytest.raises(ConfigError, match=r"^--judge: judge ids must be unique, got \['lexical', 'lexical'\]; give "
+                                          "each once$"):
+        check_model_specs(twice, "options", "--judge")

@@ -44,7 +44,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
-from ragcourt.stores import CacheEntry, RecordStore, StoreVersionError
+from ragcourt.stores import CacheEntry, RecordStore, StoreUnavailableError, StoreVersionError
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 CHUNK = Chunk(id="c1", text="Paris is the capital of France.", title="Paris", score=0.9, rank=1)
@@ -439,7 +439,7 @@ def test_second_process_reads_while_first_writes(tmp_path: Path) -> None:
 def test_a_file_that_is_no_database_is_named_in_the_error(tmp_path: Path) -> None:
     path = tmp_path / "notes.sqlite"
     path.write_text("these are not the pages of a database\n" * 200)
-    with pytest.raises(sqlite3.DatabaseError, match="notes.sqlite"):
+    with pytest.raises(StoreUnavailableError, match="notes.sqlite"):
         RecordStore(path)
 
 

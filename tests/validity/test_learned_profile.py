@@ -95,7 +95,7 @@ def test_a_run_with_the_learned_judge_stores_its_decisions_under_its_tagged_id(t
     runner = CliRunner()
     refused = runner.invoke(app, ["run", str(data), "--system", "precomputed", "--judge", "learned",
                                   "--home", str(tmp_path / "none")])
-    assert refused.exit_code != 0 and "'judges.0.model'" in refused.output
+    assert refused.exit_code == 2 and "error: --judge: 'learned' applies the stacked models" in refused.output
     ran = runner.invoke(app, ["run", str(data), "--system", "precomputed", "--judge", "learned",
                               "--calibration-profile", str(profile), "--run-id", "r", "--home", str(tmp_path)])
     assert ran.exit_code == 0, ran.output

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from fakes.openai_server import ChatRequest, FakeOpenAIServer
+from fakes.status_server import closed_port
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
@@ -94,3 +95,26 @@ def test_generate_a_seeded_sample_and_a_missing_collection(tmp_path: Path) -> No
     assert expected == ["gen:d1"]
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == expected
     assert missing.exit_code == 2 and "no chromadb collection 'nope'" in missing.output
+
+
+def test_generate_that_writes_no_question_exits_1_with_the_first_cause_and_leaves_no_file(tmp_path: Path) -> None:
+    """A server that is not there: asked once before anything (exit 2, one line); unasked, every document fails,
+    and that is exit 1 with the first failure's cause, not "wrote 0 questions" and exit 0 over an empty file
+    that `ragcourt run` would then read as a set of no questions."""
+    home = tmp_path / "home"
+    index(home)
+    out = tmp_path / "questions.jsonl"
+    port = closed_port()
+    spec = f"openai:fake-model@http://127.0.0.1:{port}/v1"
+    asked = CliRunner().invoke(app, ["generate", "docs", "--out", str(out), "--home", str(home), "--model", spec])
+    assert asked.exit_code == 2, asked.output
+    assert asked.output.splitlines() == [
+        f"error: the question writer cannot use http://127.0.0.1:{port}/v1/models: connection refused"]
+    unasked = CliRunner().invoke(app, ["generate", "docs", "--out", str(out), "--home", str(home), "--model", spec,
+                                       "--no-check-endpoints"])
+    assert unasked.exit_code == 1, unasked.output
+    last = unasked.output.splitlines()[-1]
+    assert last.startswith(f"error: {spec} wrote no question: all 4 documents failed; the first, d1: error: "
+                           "connection refused"), last
+    assert last.endswith(f"; {out} was not written")
+    assert not out.exists()

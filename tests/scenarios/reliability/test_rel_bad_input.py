@@ -163,7 +163,7 @@ def test_index_of_a_missing_file_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "words"), [
     ("config_unknown_key.yaml", "key 'judgez': Extra inputs are not permitted"),
-    ("config_bad_spec.yaml", "key 'judges.1.model': model spec 'gpt-4o-mini' has no 'provider:' prefix"),
+    ("config_bad_spec.yaml", "key 'judges.1.model': unknown judge 'gpt-4o-mini': did you mean 'openai:gpt-4o-mini'"),
     ("config_syntax.toml", "not valid TOML"),
     ("config_not_mapping.yaml", "the top level must be a mapping of keys"),
 ])
@@ -180,7 +180,7 @@ def test_repeated_judges_on_the_command_line_are_refused(tmp_path: Path) -> None
     result = invoke("run", str(BAD / "chinese_mixed.jsonl"), "--system", "precomputed", "--judge", "lexical",
                     "--judge", "lexical", "--home", str(tmp_path))
     assert result.exit_code == 2
-    assert "options: invalid configuration key 'judges': judge ids must be unique" in flat(result.output)
+    assert "error: --judge: judge ids must be unique, got ['lexical', 'lexical']; give each once" in flat(result.output)
 
 
 def test_elements_import_refuses_a_blank_element_with_its_location(tmp_path: Path) -> None:
