@@ -36,6 +36,7 @@ from pydantic import BaseModel, ValidationError
 
 from ragcourt.schema import Chunk, Label, Sample, content_id
 from ragcourt.schema.inputs import (
+    field_name,
     id_problem,
     required_text_problem,
     shown_or_empty,
@@ -419,7 +420,7 @@ def _refuse_bad_text(row: Mapping[str, Any]) -> None:
     """A row of a record that is no Sample (a corpus chunk, a validity set's line) holds no lone surrogate or NUL
     (a Sample's own validator applies the same rule, and refuses NaN and infinity too)."""
     for loc, problem, _ in value_problems(dict(row), finite=False):
-        raise RowError(_field_name(loc), problem)
+        raise RowError(field_name(loc), problem)
 
 
 _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
@@ -521,7 +522,7 @@ def sample_of_row(row: Mapping[str, Any]) -> Sample:
         elif loc and loc[0] in spelled:
             loc = (spelled[str(loc[0])], *loc[1:])
         _, message = _pydantic_problems(exc, Sample)[0]
-        raise RowError(_field_name(loc), message) from None
+        raise RowError(field_name(loc), message) from None
 
 
 def _lookalike(row: Mapping[str, Any], name: str) -> str:
@@ -700,12 +701,6 @@ _NUMBER_ERRORS = {"int_type", "int_parsing", "int_from_float", "float_type", "fl
 _LIST_ERRORS = {"list_type", "tuple_type", "set_type", "frozen_set_type"}
 
 
-def _field_name(loc: tuple[int | str, ...]) -> str | None:
-    """A pydantic location in the loaders' words: ('elements', 1, 'text') -> elements[1].text."""
-    name = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
-    return name or None
-
-
 def _mentions_str(annotation: Any) -> bool:
     return annotation is str or any(_mentions_str(arg) for arg in get_args(annotation))
 
@@ -741,7 +736,7 @@ def _pydantic_problems(error: ValidationError, model: type[BaseModel]) -> list[t
             message = str(ctx["error"])
         else:
             message = item["msg"]
-        problems.append((_field_name(loc), message))
+        problems.append((field_name(loc), message))
     return problems
 
 

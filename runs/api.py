@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.data.formats import DatasetFormat, read_dataset
@@ -28,6 +29,7 @@ from ragcourt.runs.runner import Runner
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, PathInput, Workspace, derived_run_id
 from ragcourt.schema import NORMAL, Sample, SampleDiagnostics, VerdictStatus
 from ragcourt.schema.config import EvalConfig, Reconcile
+from ragcourt.schema.inputs import refusal
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import Generator, LangChainSystem, RAGSystem, ReferenceRAG
@@ -183,10 +185,27 @@ def _samples_of(dataset: DatasetInput, dataset_format: DatasetFormat,
     if isinstance(dataset, str | os.PathLike):
         return read_dataset(dataset, format=dataset_format, column_map=column_map).samples, os.fspath(dataset)
     if isinstance(dataset, list | tuple) and all(isinstance(s, Sample) for s in dataset):
-        return dataset, ""
+        return checked_samples(dataset), ""
     kind = type(dataset)
     return (read_dataset(dataset, format=dataset_format, column_map=column_map).samples,
             f"{kind.__module__.split('.')[0]}.{kind.__name__}")
+
+
+def checked_samples(samples: Sequence[Sample]) -> list[Sample]:
+    """Samples given as objects, held to the rules a dataset file's rows are: each validated again (one made by
+    `model_copy(update=...)` or `model_construct` skipped its validators), refused in the loaders' words with
+    `samples[i]` where a file's error names its line, and each id given once."""
+    out, first_at = [], {}
+    for index, sample in enumerate(samples):
+        try:
+            out.append(Sample.model_validate(sample.model_dump()))
+        except ValidationError as error:
+            raise ValueError(f"samples[{index}]: {refusal(error)}") from None
+        if sample.id in first_at:
+            raise ValueError(f"samples[{index}]: field 'id': duplicate id '{sample.id}' (first at "
+                             f"samples[{first_at[sample.id]}], again at samples[{index}])")
+        first_at[sample.id] = index
+    return out
 
 
 def _resolve(
@@ -203,8 +222,10 @@ def _resolve(
             raise TypeError("give samples= or dataset= (a dataset path, a datasets.Dataset, a RAGAS "
                             "EvaluationDataset or a list of Samples)")
         samples, label = _samples_of(dataset, dataset_format, column_map)
-    elif isinstance(dataset, str | os.PathLike):
-        label = os.fspath(dataset)
+    else:
+        samples = checked_samples(samples)
+        if isinstance(dataset, str | os.PathLike):
+            label = os.fspath(dataset)
     if not samples:
         raise ValueError(f"the dataset has no samples{f' ({label})' if label else ''}: nothing to evaluate")
     if system is None:

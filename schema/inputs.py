@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 INPUT_ERROR = "invalid_input"  # the pydantic error type of every problem found here
@@ -96,3 +97,17 @@ def input_error(message: str) -> PydanticCustomError:
 def line_error(loc: Loc, message: str, given: Any) -> InitErrorDetails:
     """A problem found by a model validator, at `loc` (pydantic prefixes the location of the record itself)."""
     return InitErrorDetails(type=input_error(message), loc=loc, input=given)
+
+
+def field_name(loc: Loc) -> str | None:
+    """A pydantic location in the loaders' words: ('contexts', 1, 'id') -> contexts[1].id."""
+    name = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    return name or None
+
+
+def refusal(error: ValidationError) -> str:
+    """A sample's first refused field in the loaders' words, without their file and line:
+    "field 'contexts[1].id': repeats the id 'c' of contexts[0]; ...". One line, whatever the input held."""
+    first = error.errors(include_url=False)[0]
+    name = field_name(first["loc"])
+    return first["msg"] if name is None else f"field '{name}': {first['msg']}"
