@@ -40,6 +40,8 @@ class RunSummary:
     unscored_by_judge: tuple[tuple[str, int, int], ...] = ()
     # the judges with at least one scored verdict: only they can have decided a check another judge left
     scored_judges: tuple[str, ...] = ()
+    # samples whose system answered nothing (the empty answer, scored as stating nothing) under the normal condition
+    n_empty_answers: int = 0
 
 
 def metric_totals(diagnostics: Iterable[SampleDiagnostics]) -> list[MetricTotals]:
@@ -99,6 +101,7 @@ def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] |
         failures=tuple((sample_id, error or "") for sample_id, error in failures),
         unscored_by_judge=_unscored_by_judge(tallies),
         scored_judges=tuple(sorted({t.judge_id for t in tallies if t.status is VerdictStatus.OK and t.n_verdicts})),
+        n_empty_answers=store.count_empty_answers(run_id),
     )
 
 

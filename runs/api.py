@@ -85,7 +85,8 @@ class EvalResult:
     def summary(self) -> pd.DataFrame:
         """The run's headline table, as `ragcourt run` and `ragcourt summary` print it: one row per metric
         (metric, mean, samples, n/a, unscored checks, escalated checks). The run's counts are in `.attrs`
-        (run_id, n_samples, n_failed, n_checks, n_unscored verdicts, n_escalated, n_pending review)."""
+        (run_id, n_samples, n_failed, n_checks, n_unscored verdicts, n_escalated, n_pending review, n_empty_answers:
+        samples the system answered with nothing)."""
         if self.headline is None:
             raise ValueError(f"run {self.run_id}: no headline figures in this result (evaluate and aevaluate "
                              "give them); `ragcourt summary` prints them from the store")
@@ -130,7 +131,7 @@ def headline_frame(summary: RunSummary) -> pd.DataFrame:
                           for row in summary.metrics], columns=HEADLINE_COLUMNS)
     frame.attrs.update(run_id=summary.run_id, n_samples=summary.n_samples, n_failed=summary.n_failed,
                        n_checks=summary.n_checks, n_unscored=summary.n_unscored, n_escalated=summary.n_escalated,
-                       n_pending=summary.n_pending)
+                       n_pending=summary.n_pending, n_empty_answers=summary.n_empty_answers)
     return frame
 
 

@@ -284,6 +284,13 @@ class Answer(Record):
     error: str | None = None
     raw_output: str | None = None
 
+    @field_validator("text")
+    @classmethod
+    def _empty_when_it_shows_nothing(cls, text: str) -> str:
+        # The one empty answer: a system's answer of only spaces or zero-width characters is "", the answer that
+        # states nothing (scored so, and counted in the run summary), as a dataset's answer of them is.
+        return shown_or_empty(text)
+
     @model_validator(mode="before")
     @classmethod
     def _confidence_source_of_confidence(cls, data: Any) -> Any:
