@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,6 +28,8 @@ Loc = tuple[str | int, ...]
 def shows_something(text: str) -> bool:
     """Whether `text` has a character that shows: not whitespace and not an invisible format character
     (Unicode category Cf: zero-width spaces and joiners, the BOM, direction marks). Stops at the first one."""
+    if text[:1].isalnum():  # nearly every text: decided by its first character
+        return True
     return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
@@ -59,6 +61,8 @@ def id_problem(text: str) -> str | None:
 def text_problem(text: str) -> str | None:
     """What makes a string unusable as text anywhere, if anything: a lone surrogate (not encodable as UTF-8,
     it would break every store downstream) or a NUL character (an escaped "\\u0000" in JSON gets here)."""
+    if text.isascii() and "\x00" not in text:  # nearly every string: no copy made
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -68,18 +72,20 @@ def text_problem(text: str) -> str | None:
     return None
 
 
+def value_problem(value: Any, *, finite: bool = True) -> str | None:
+    """The problem of one scalar (a string, a number, None), if any: see `text_problem`, and with `finite` a NaN
+    or an infinity (which JSON does not allow, and a store would keep as null)."""
+    if isinstance(value, str):
+        return text_problem(value)
+    if finite and isinstance(value, float) and not math.isfinite(value):
+        return f"is {value}, not a finite number (JSON has no NaN or Infinity); write null or a number"
+    return None
+
+
 def value_problems(value: Any, loc: Loc = (), *, finite: bool = True) -> Iterator[tuple[Loc, str, Any]]:
-    """(location, problem, value) of every string of `value` (mapping keys included) that is not usable text and, with
-    `finite`, of every NaN or infinity (which JSON does not allow, and a store would keep as null)."""
-    if isinstance(value, float):
-        if finite and not math.isfinite(value):
-            yield loc, f"is {value}, not a finite number (JSON has no NaN or Infinity); write null or a number", \
-                value
-    elif isinstance(value, str):
-        problem = text_problem(value)
-        if problem is not None:
-            yield loc, problem, value
-    elif isinstance(value, Mapping):
+    """(location, problem, value) of every scalar of `value`, nested in mappings and lists, that `value_problem`
+    refuses; a mapping's key is refused at the mapping's location."""
+    if isinstance(value, dict):  # JSON objects; not Mapping: its ABC check costs more than the walk
         for key, item in value.items():
             if isinstance(key, str) and (problem := text_problem(key)) is not None:
                 yield loc, problem, key
@@ -87,6 +93,8 @@ def value_problems(value: Any, loc: Loc = (), *, finite: bool = True) -> Iterato
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             yield from value_problems(item, (*loc, index), finite=finite)
+    elif (problem := value_problem(value, finite=finite)) is not None:
+        yield loc, problem, value
 
 
 def input_error(message: str) -> PydanticCustomError:

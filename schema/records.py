@@ -39,6 +39,7 @@ from ragcourt.schema.inputs import (
     required_text_problem,
     shown_or_empty,
     shows_something,
+    value_problem,
     value_problems,
 )
 
@@ -158,13 +159,21 @@ class Sample(Record):
 
     @model_validator(mode="after")
     def _usable_inputs(self) -> Sample:
-        problems = [*self._chunk_problems(), *value_problems(self.model_dump(mode="python"))]
+        problems = self._problems()
         if problems:
             raise ValidationError.from_exception_data(
                 type(self).__name__, [line_error(loc, message, given) for loc, message, given in problems])
         return self
 
-    def _chunk_problems(self) -> list[tuple[Loc, str, Any]]:
+    def _problems(self) -> list[tuple[Loc, str, Any]]:
+        """Every problem the field validators leave: chunks' ids and texts, repeated chunk ids, and any value
+        (texts, scores, metadata) that `value_problems` refuses. A loop over the fields, not over a dump: a
+        store read validates every sample it returns."""
+        scalars: list[tuple[Loc, Any]] = [(("id",), self.id), (("question",), self.question),
+                                         (("reference_answer",), self.reference_answer), (("answer",), self.answer)]
+        scalars += [(("history", index, "content"), turn.content) for index, turn in enumerate(self.history)]
+        nested: list[tuple[Loc, Any]] = [(("gold_answers",), self.gold_answers), (("gold_titles",), self.gold_titles),
+                                         (("metadata",), self.metadata)]
         problems: list[tuple[Loc, str, Any]] = []
         for field, chunks in (("gold_documents", self.gold_documents), ("contexts", self.contexts or ())):
             first_at: dict[str, int] = {}
@@ -184,6 +193,17 @@ class Sample(Record):
                     problems.append((loc, f"{why} of {field}[{first_at[chunk.id]}]; give each chunk its own id, "
                                           "or drop the repeat", chunk.id))
                 first_at.setdefault(chunk.id, index)
+                scalars += [((field, index, name), getattr(chunk, name)) for name in ("id", "text", "title", "source",
+                                                                                      "score")]
+                if chunk.metadata:
+                    nested.append(((field, index, "metadata"), chunk.metadata))
+        for loc, value in scalars:
+            problem = value_problem(value)
+            if problem is not None:
+                problems.append((loc, problem, value))
+        for loc, value in nested:
+            if value:
+                problems.extend(value_problems(value, loc))
         return problems
 
     @property
