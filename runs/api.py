@@ -196,7 +196,8 @@ def checked_samples(samples: Sequence[Sample]) -> list[Sample]:
     """Samples given as objects, held to the rules a dataset file's rows are: each validated again (one made by
     `model_copy(update=...)` or `model_construct` skipped its validators), refused in the loaders' words with
     `samples[i]` where a file's error names its line, and each id given once."""
-    out, first_at = [], {}
+    out: list[Sample] = []
+    first_at: dict[str, int] = {}
     for index, sample in enumerate(samples):
         try:
             out.append(Sample.model_validate(sample.model_dump()))
