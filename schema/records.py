@@ -2,7 +2,7 @@
 
 All records are immutable pydantic models. Ids of checks and decompositions are content addressed
 (a stable hash of kind and inputs), so the same work always lands on the same key: a re-run finds it,
-a killed run loses nothing that was written. This module imports nothing of ours.
+a killed run loses nothing that was written. This module imports nothing of ours outside ragcourt.schema.
 """
 
 from __future__ import annotations
