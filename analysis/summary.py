@@ -67,6 +67,8 @@ class RunSummary:
         return (f"flagged: {self.n_flagged_figures} figures of {self.n_flagged_samples} samples were judged in a call "
                 "without the units of a split that failed (their sample's failed_splits); they are in the means "
                 "above, and --fail-under leaves them out as n/a unless --count-flagged")
+    # samples whose system answered nothing (the empty answer, scored as stating nothing) under the normal condition
+    n_empty_answers: int = 0
 
 
 def metric_totals(diagnostics: Iterable[SampleDiagnostics]) -> list[MetricTotals]:
@@ -137,6 +139,7 @@ def summarize(store: RecordStore, run_id: str, tallies: Sequence[VerdictTally] |
         unscored_by_judge=_unscored_by_judge(tallies),
         scored_judges=tuple(sorted({t.judge_id for t in tallies if t.status is VerdictStatus.OK and t.n_verdicts})),
         n_failed_splits=n_failed_splits, n_flagged_samples=n_flagged_samples,
+        n_empty_answers=store.count_empty_answers(run_id),
     )
 
 

@@ -170,6 +170,16 @@ def print_summary(summary: RunSummary) -> None:
         console.print(escape(unscored_by_judge_line(summary)))
     if (flagged := summary.flagged_line()) is not None:
         console.print(escape(flagged))
+    if summary.n_empty_answers:
+        console.print(escape(empty_answers_line(summary)))
+
+
+def empty_answers_line(summary: RunSummary) -> str:
+    """How many samples the system answered with nothing, and how that was scored (a non-answer, not n/a)."""
+    n = summary.n_empty_answers
+    return (f"empty answers: {n} of {summary.n_samples} samples (the system's answer showed nothing), scored as "
+            "stating nothing: 0 where a figure counts what the answer states or gets right, n/a where it asks "
+            "how good its claims are")
 
 
 def unscored_by_judge_line(summary: RunSummary) -> str:

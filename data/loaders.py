@@ -21,10 +21,8 @@ import difflib
 import functools
 import io
 import json
-import math
 import re
 import stat
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -36,7 +34,16 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from ragcourt.schema import Chunk, Label, Sample, Turn, content_id
+from ragcourt.schema import Chunk, Label, Sample, content_id
+from ragcourt.schema.inputs import (
+    field_name,
+    id_problem,
+    required_text_problem,
+    shown_or_empty,
+    shows_something,
+    value_problems,
+)
+from ragcourt.schema.records import paragraph_id
 
 HOTPOTQA_SOURCE = "hotpotqa"
 RAGCHECKER_SOURCE = "ragchecker"
@@ -299,40 +306,44 @@ def _pick(row: Mapping[str, Any], name: str, aliases: tuple[str, ...], used: set
     return present[0], row[present[0]]
 
 
+def _string(field: str, value: Any) -> str | None:
+    """A text field's value as given (None: not given), or RowError when it is no string. What the text must
+    hold is the Sample's rule (schema.inputs), so a file and the Python API refuse the same text."""
+    if value is not None and not isinstance(value, str):
+        raise RowError(field, f"must be a string, got {_type_name(value)}")
+    return value
+
+
 def _text(field: str, value: Any, *, required: bool = False) -> str | None:
+    """Text of a record that is no Sample (a HotpotQA paragraph, a RAGChecker pair, a corpus chunk), checked by
+    the Sample's rules: required text must show something, optional text that shows nothing is ""."""
     if value is None:
         if required:
             raise RowError(field, "is missing")
         return None
-    if not isinstance(value, str):
-        raise RowError(field, f"must be a string, got {_type_name(value)}")
-    if required and not value.strip():
-        raise RowError(field, "is empty")
-    if required and not _visible(value):
-        raise RowError(field, "is empty: it holds only invisible characters (zero-width spaces, joiners, marks)")
-    # Optional text that shows nothing is empty text, so its metrics are n/a as for "", never scored as 0.
-    return value if _visible(value) else ""
+    text = _string(field, value)
+    assert text is not None
+    problem = required_text_problem(text) if required else None
+    if problem is not None:
+        raise RowError(field, problem)
+    return shown_or_empty(text)
 
 
-def _visible(text: str) -> str:
-    """`text` without whitespace and invisible format characters (Unicode category Cf: zero-width spaces and
-    joiners, the BOM, direction marks)."""
-    return "".join(ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf")
-
-
-def _sample_id(field: str, value: Any) -> str:
+def _id_value(field: str, value: Any) -> str:
+    """An id as given, a string or an integer (the Sample says what an id may hold)."""
     if value is None:
         raise RowError("id", "is missing; every sample needs an 'id' (or 'question_id')")
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise RowError(field, f"must be a string or an integer, got {_type_name(value)}")
-    text = str(value)
-    if not _visible(text):
-        raise RowError(field, "is empty" if not text.strip() else "is empty: it holds only invisible characters")
-    control = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
-    if control is not None:
-        # An id is printed in result lines and tables: a newline (or a line separator) would forge a line, an
-        # escape colour the terminal.
-        raise RowError(field, f"contains the control character U+{ord(control):04X}; ids must be printable text")
+    return str(value)
+
+
+def _sample_id(field: str, value: Any) -> str:
+    """The id of a record that is no Sample, checked by the Sample's rule for ids."""
+    text = _id_value(field, value)
+    problem = id_problem(text)
+    if problem is not None:
+        raise RowError(field, problem)
     return text
 
 
@@ -344,30 +355,24 @@ def _string_list(field: str, value: Any) -> tuple[str, ...]:
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise RowError(f"{field}[{index}]", f"must be a string, got {_type_name(item)}")
-    # An item that shows nothing is no gold answer or title: ["\u200b"] is no gold at all (n/a, not a miss).
-    return tuple(item for item in value if _visible(item))
-
-
-def paragraph_id(title: str | None, text: str) -> str:
-    """Stable short id of a paragraph: the same title and text always give the same id."""
-    return content_id("paragraph", title, text)
+    return tuple(value)
 
 
 def _chunk(field: str, value: Any, *, rank: int | None) -> Chunk:
-    """A chunk from a plain string or from {id?, title?, text, score?, ...}; other keys go to metadata."""
+    """A chunk from a plain string or from {id?, title?, text, score?, ...}; other keys go to metadata. Its id,
+    text and score are checked by the Sample it goes into (repeated ids too)."""
     if isinstance(value, str):
         return Chunk(id=paragraph_id(None, value), text=value, rank=rank)
     if not isinstance(value, dict):
         raise RowError(field, f"must be a string or an object with 'text', got {_type_name(value)}")
-    text = _text(f"{field}.text", value.get("text"), required=True)
-    assert text is not None
+    text = _string(f"{field}.text", value.get("text"))
+    if text is None:
+        raise RowError(f"{field}.text", "is missing")
     title = _text(f"{field}.title", value.get("title"))
     raw_id = value.get("id")
-    chunk_id = paragraph_id(title, text) if raw_id is None else _sample_id(f"{field}.id", raw_id)
+    chunk_id = paragraph_id(title, text) if raw_id is None else _id_value(f"{field}.id", raw_id)
     score = value.get("score")
-    if score is not None and (
-        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
-    ):
+    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
         raise RowError(f"{field}.score", f"must be a finite number, got {score!r}")
     extra = {k: v for k, v in value.items() if k not in ("id", "title", "text", "score")}
     return Chunk(id=chunk_id, text=text, title=title, score=score, rank=rank, metadata=extra)
@@ -378,29 +383,15 @@ def _chunks(field: str, value: Any, *, ranked: bool) -> tuple[Chunk, ...] | None
         return None
     if not isinstance(value, list):
         raise RowError(field, f"must be a list, got {_type_name(value)}")
-    chunks = tuple(
-        _chunk(f"{field}[{i}]", item, rank=i + 1 if ranked else None) for i, item in enumerate(value)
-    )
-    first_at: dict[str, int] = {}
-    for index, chunk in enumerate(chunks):
-        if chunk.id in first_at:
-            # Checks and metrics key chunks by id: a repeated id would merge two chunks into one and skew
-            # C-Prec and nDCG without a word.
-            given = isinstance(value[index], dict) and value[index].get("id") is not None
-            why = f"repeats the id {chunk.id!r}" if given else "repeats the text (and title)"
-            raise RowError(
-                f"{field}[{index}]{'.id' if given else ''}",
-                f"{why} of {field}[{first_at[chunk.id]}]; give each chunk its own id, or drop the repeat",
-            )
-        first_at[chunk.id] = index
-    return chunks
+    return tuple(_chunk(f"{field}[{i}]", item, rank=i + 1 if ranked else None) for i, item in enumerate(value))
 
 
 _TURN_ROLES = ("user", "assistant")
 
 
-def _history(field: str, value: Any) -> tuple[Turn, ...]:
-    """The conversation before the question: a list of {role, content} turns, oldest first (seed 002, 6)."""
+def _history(field: str, value: Any) -> tuple[dict[str, str], ...]:
+    """The conversation before the question: a list of {role, content} turns, oldest first (seed 002, 6); the
+    Sample makes them Turns (and refuses a turn that shows nothing)."""
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -418,49 +409,18 @@ def _history(field: str, value: Any) -> tuple[Turn, ...]:
             raise RowError(f"{at}.role", "is missing")
         if role not in _TURN_ROLES:
             raise RowError(f"{at}.role", f"must be 'user' or 'assistant', got {role!r}")
-        content = _text(f"{at}.content", turn.get("content"), required=True)
-        assert content is not None  # required
-        turns.append(Turn(role=role, content=content))
+        content = _string(f"{at}.content", turn.get("content"))
+        if content is None:
+            raise RowError(f"{at}.content", "is missing")
+        turns.append({"role": role, "content": content})
     return tuple(turns)
 
 
-def _text_problem(text: str) -> str | None:
-    """What makes a string of the row unusable as text, if anything: a lone surrogate (not encodable as UTF-8)
-    or a NUL character (an escaped "\\u0000" in JSON gets here; a raw NUL byte is refused on reading)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains a lone surrogate (not valid Unicode text)"
-    if "\x00" in text:
-        return "contains a NUL character (\\u0000)"
-    return None
-
-
-def _first_bad_text(value: Any, field: str, *, finite: bool = False) -> tuple[str, str] | None:
-    """(path, problem) of the first string of `value` (keys included) that is not usable text, if any; with
-    `finite`, also of the first NaN or infinity (which JSON does not allow, and a store would keep as null)."""
-    if finite and isinstance(value, float) and not math.isfinite(value):
-        return field, f"is {value}, not a finite number (JSON has no NaN or Infinity); write null or a number"
-    if isinstance(value, str):
-        problem = _text_problem(value)
-        return None if problem is None else (field, problem)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _first_bad_text(key, field) or _first_bad_text(item, f"{field}.{key}", finite=finite)
-            if found:
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _first_bad_text(item, f"{field}[{index}]", finite=finite)
-            if found:
-                return found
-    return None
-
-
-def _refuse_bad_text(row: Mapping[str, Any], *, finite: bool = False) -> None:
-    bad = _first_bad_text(dict(row), "", finite=finite)
-    if bad is not None:
-        raise RowError(bad[0].lstrip(".") or None, bad[1])
+def _refuse_bad_text(row: Mapping[str, Any]) -> None:
+    """A row of a record that is no Sample (a corpus chunk, a validity set's line) holds no lone surrogate or NUL
+    (a Sample's own validator applies the same rule, and refuses NaN and infinity too)."""
+    for loc, problem, _ in value_problems(dict(row), finite=False):
+        raise RowError(field_name(loc), problem)
 
 
 _KNOWN_FIELDS: dict[str, tuple[str, ...]] = {
@@ -481,6 +441,8 @@ _SPELLINGS = tuple(name for name, aliases in _KNOWN_FIELDS.items() for name in (
 # The top-level fields of each row that are no sample field (kept in metadata), for the collector that reads
 # the row: set around one call of a row adapter, which may rename a format's fields before sample_of_row.
 _UNKNOWN_FIELDS: ContextVar[list[str] | None] = ContextVar("unknown_fields", default=None)
+# What the reader calls a row's keys, for a message naming one: "column" in a CSV file.
+_KEY_WORD: ContextVar[str] = ContextVar("key_word", default="key")
 
 
 def nearest_field(name: str) -> str | None:
@@ -496,24 +458,34 @@ LIST_FIELDS = ("gold_answers", "gold_titles", "gold_documents", "contexts", "met
 
 
 def sample_of_row(row: Mapping[str, Any]) -> Sample:
-    """Map one row (already parsed into Python values) to a Sample; raises RowError."""
-    _refuse_bad_text(row, finite=True)  # a sample has no missing-value NaN (a validity set's scores may)
+    """Map one row (already parsed into Python values) to a Sample; raises RowError.
+
+    The row's shape (which fields, of which JSON types) is checked here; what the values must hold (printable
+    ids, text that shows something, unique chunk ids, no NaN) is the Sample's rule, whose problem comes back
+    as a RowError naming the field as the row spells it."""
     used: set[str] = set()
+    spelled: dict[str, str] = {}  # our field -> the row's key for it
 
     def pick(name: str) -> tuple[str, Any]:
-        return _pick(row, name, _KNOWN_FIELDS[name], used)
+        key, value = _pick(row, name, _KNOWN_FIELDS[name], used)
+        spelled[name] = key
+        return key, value
 
-    sample_id = _sample_id(*pick("id"))
+    id_field, given_id = pick("id")
+    if given_id is None:
+        raise RowError("id", "is missing; every sample needs an 'id' (or 'question_id')" + _lookalike(row, "id"))
+    sample_id = _id_value(id_field, given_id)
     question_field, question = pick("question")
     if question is None:
-        raise RowError("question", "is missing (also accepted: 'question_text', 'query')")
-    question_text = _text(question_field, question, required=True)
-    reference = _text(*pick("reference_answer"))
+        raise RowError("question", "is missing (also accepted: 'question_text', 'query')"
+                       + _lookalike(row, "question"))
+    question_text = _string(question_field, question)
+    reference = _string(*pick("reference_answer"))
     gold_answers = _string_list(*pick("gold_answers"))
     gold_titles = _string_list(*pick("gold_titles"))
     gold_documents = _chunks(*pick("gold_documents"), ranked=False) or ()
     contexts = _chunks(*pick("contexts"), ranked=True)
-    answer = _text(*pick("answer"))
+    answer = _string(*pick("answer"))
     history = _history(*pick("history"))
     metadata_field, metadata = pick("metadata")
     if metadata is None:
@@ -540,11 +512,26 @@ def sample_of_row(row: Mapping[str, Any]) -> Sample:
             contexts=contexts,
             answer=answer,
             metadata=metadata,
-            history=history,
+            history=history,  # type: ignore[arg-type]
         )
-    except ValidationError as exc:  # defensive: the checks above should leave nothing for pydantic
-        first = exc.errors()[0]
-        raise RowError(".".join(str(p) for p in first["loc"]) or None, first["msg"]) from None
+    except ValidationError as exc:
+        loc = exc.errors(include_url=False)[0]["loc"]
+        # Back to the row's spelling: a top-level field kept in metadata is the row's own field.
+        if len(loc) > 1 and loc[0] == "metadata" and loc[1] in unknown:
+            loc = loc[1:]
+        elif loc and loc[0] in spelled:
+            loc = (spelled[str(loc[0])], *loc[1:])
+        _, message = _pydantic_problems(exc, Sample)[0]
+        raise RowError(field_name(loc), message) from None
+
+
+def _lookalike(row: Mapping[str, Any], name: str) -> str:
+    """For a missing field: the row's key that looks like a misspelling of it, if one does ("; column
+    'questoin' looks like 'question'"); no key of the row is a known spelling of a sample field."""
+    for key in row:
+        if key not in _SPELLINGS and nearest_field(key) in (name, *_KNOWN_FIELDS[name]):
+            return f"; {_KEY_WORD.get()} '{key}' looks like '{name}'"
+    return ""
 
 
 # --------------------------------------------------------------------------- collecting rows
@@ -714,12 +701,6 @@ _NUMBER_ERRORS = {"int_type", "int_parsing", "int_from_float", "float_type", "fl
 _LIST_ERRORS = {"list_type", "tuple_type", "set_type", "frozen_set_type"}
 
 
-def _field_name(loc: tuple[int | str, ...]) -> str | None:
-    """A pydantic location in the loaders' words: ('elements', 1, 'text') -> elements[1].text."""
-    name = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
-    return name or None
-
-
 def _mentions_str(annotation: Any) -> bool:
     return annotation is str or any(_mentions_str(arg) for arg in get_args(annotation))
 
@@ -755,7 +736,7 @@ def _pydantic_problems(error: ValidationError, model: type[BaseModel]) -> list[t
             message = str(ctx["error"])
         else:
             message = item["msg"]
-        problems.append((_field_name(loc), message))
+        problems.append((field_name(loc), message))
     return problems
 
 
@@ -888,6 +869,7 @@ def _csv_rows(path: Path, text: str, collector: _Collector,
               to_sample: Callable[[Any], Sample] = sample_of_row) -> None:
     reader = csv.reader(io.StringIO(text, newline=""))
     previous_limit = csv.field_size_limit(_CSV_FIELD_LIMIT)
+    key_word = _KEY_WORD.set("column")
     try:
         try:
             header = next(reader)
@@ -927,6 +909,7 @@ def _csv_rows(path: Path, text: str, collector: _Collector,
 
             collector.add(start, parse, to_sample)
     finally:
+        _KEY_WORD.reset(key_word)
         csv.field_size_limit(previous_limit)
 
 
@@ -984,8 +967,12 @@ def collect_rows(source: str | Path, rows: Iterable[tuple[int, Callable[[], Any]
     producing the parsed row (which may raise RowError); errors name `source`, the row and the field, ids must
     be unique, `limits` apply."""
     collector = _Collector(Path(source), on_error, limits, unit, strict)
-    for number, make in rows:
-        collector.add(number, make, to_sample)
+    key_word = _KEY_WORD.set("column")  # a table's rows, as a CSV file's
+    try:
+        for number, make in rows:
+            collector.add(number, make, to_sample)
+    finally:
+        _KEY_WORD.reset(key_word)
     return collector.result()
 
 
@@ -1040,7 +1027,8 @@ def _hotpot_spans(answers: Any) -> tuple[str, ...]:
         if not isinstance(answer, dict):
             raise RowError(f"answers_objects[{index}]", f"must be an object, got {_type_name(answer)}")
         spans.extend(_string_list(f"answers_objects[{index}].spans", answer.get("spans")))
-    if not [span for span in spans if span.strip()]:
+    spans = [span for span in spans if shows_something(span)]  # the first that shows is the reference answer
+    if not spans:
         raise RowError("answers_objects", "has no answer span")
     return tuple(spans)
 

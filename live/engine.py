@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.observability.langsmith_feedback import LangSmithFeedback
 from ragcourt.observability.telemetry import Telemetry
@@ -17,6 +19,7 @@ from ragcourt.runs.runner import Runner
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Sample, SampleDiagnostics
 from ragcourt.schema.config import EvalConfig
+from ragcourt.schema.inputs import refusal
 from ragcourt.systems import DocumentParts, Precomputed, chunks_from_parts
 
 logger = logging.getLogger("ragcourt.live")
@@ -63,6 +66,9 @@ class LiveEngine:
         try:  # a document the app returned may make no Chunk: validated here, not in the app's thread
             sample = captured.sample()
             await self.store.aput_samples(self.run_id, [sample])
+        except ValidationError as error:  # refused as a file's row is, in the same words (schema.inputs)
+            return await self.runner.record_failure(captured.request_id, captured.question,
+                                                    ValueError(f"refused: {refusal(error)}"))
         except Exception as error:  # noqa: BLE001 - one request's failure is recorded; the worker goes on
             return await self.runner.record_failure(captured.request_id, captured.question, error)
         diagnostics = await self.runner.evaluate_one(self.graph, sample)

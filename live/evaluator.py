@@ -71,6 +71,7 @@ from ragcourt.runs.runner import RunLock, RunPaths
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import ConditionKind, SampleDiagnostics, SampleStatus
 from ragcourt.schema.config import EvalConfig, Method, ReviewMode
+from ragcourt.schema.inputs import id_problem
 from ragcourt.systems import answer_text, document_parts
 
 logger = logging.getLogger("ragcourt.live")
@@ -371,7 +372,13 @@ class LiveEvaluator:
             process.app_waits()
 
     def submit(self, question: str, documents: Sequence[Any], answer: Any, request_id: str | None = None) -> bool:
-        """Evaluate one request captured by other means (no LangChain callbacks); it counts as sampled."""
+        """Evaluate one request captured by other means (no LangChain callbacks); it counts as sampled.
+
+        A `request_id` that cannot be an id raises ValueError in the loaders' words (it names the request in
+        every result line); the rest is checked where it is evaluated: a refused request is a failed record."""
+        problem = None if request_id is None else id_problem(request_id)
+        if problem is not None:
+            raise ValueError(f"refused: field 'id': {problem}")
         with self._lock:
             self._counts["requests"] += 1
             self._counts["app_running"] += 1

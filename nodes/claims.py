@@ -57,6 +57,8 @@ async def decompose_answers(state: SampleState, runtime: Runtime[EvalContext]) -
 
 async def _claims(ctx: EvalContext, state: SampleState, key: str) -> tuple[Claim, ...] | None:
     sample, text = state["sample"], state["answers"][key].text
+    if not text:  # the empty answer states nothing: no claims, and no decomposer asked to find some in it
+        return ()
     if key == NORMAL.key:
         split = await split_for_sample(
             ctx.store, ctx.decomposer, DecompositionKind.CLAIMS, text, sample.question, run_id=state["run_id"],

@@ -64,15 +64,18 @@ async def _joint(ctx: EvalContext, state: SampleState, wants_subqueries: bool, w
     # With CUE-R, decompose_answers splits every answer's claims beside this node (route_splits).
     methods = set(ctx.config.methods)
     wants_claims = bool({Method.QCARE, Method.REFERENCE} & methods) and Method.CUER not in methods
-    if wants_claims and answer is not None and answer.status is VerdictStatus.OK \
-            and NORMAL.key not in state.get("claims", {}):
+    answer_claims = wants_claims and answer is not None and answer.status is VerdictStatus.OK \
+        and NORMAL.key not in state.get("claims", {})
+    if answer_claims and answer is not None and answer.text:  # the empty answer has no claims to split (below)
         requests.append(SplitRequest(DecompositionKind.CLAIMS, answer.text))
     splits = await joint_splits(
         ctx.store, ctx.decomposer, requests, sample.question, run_id=state["run_id"], sample_id=sample.id,
         pinned=state.get("pinned_splits", ()), in_flight=ctx.splits_in_flight, history=sample.history)
     update = _inputs_update(ctx, splits.get(DecompositionKind.SUBQUERIES), splits.get(DecompositionKind.ELEMENTS))
     claims = splits.get(DecompositionKind.CLAIMS)
-    if claims is not None and claims.status is VerdictStatus.OK:  # a failed split sets nothing, as decompose_answers
+    if answer_claims and answer is not None and not answer.text:
+        update["claims"] = {NORMAL.key: ()}
+    elif claims is not None and claims.status is VerdictStatus.OK:  # a failed split sets nothing, as decompose_answers
         update["claims"] = {NORMAL.key: tuple(Claim(id=content_id(claims.id, i, item), text=item, index=i)
                                               for i, item in enumerate(claims.items))}
     return update

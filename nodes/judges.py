@@ -31,7 +31,8 @@ def splits_mended(state: SampleState) -> bool:
         return False
     used = {kind for kind, present in ((DecompositionKind.SUBQUERIES, "subqueries" in state),
                                        (DecompositionKind.ELEMENTS, "elements" in state),
-                                       (DecompositionKind.CLAIMS, NORMAL.key in state.get("claims", {})))
+                                       # the empty answer's no claims come from no split
+                                       (DecompositionKind.CLAIMS, bool(state.get("claims", {}).get(NORMAL.key))))
             if present}
     return bool(used - pinned)
 

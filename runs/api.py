@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.data.formats import DatasetFormat, read_dataset
@@ -28,6 +29,7 @@ from ragcourt.runs.runner import Runner
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, PathInput, Workspace, derived_run_id
 from ragcourt.schema import NORMAL, Sample, SampleDiagnostics, VerdictStatus
 from ragcourt.schema.config import EvalConfig, Reconcile
+from ragcourt.schema.inputs import refusal
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import Generator, LangChainSystem, RAGSystem, ReferenceRAG
@@ -84,7 +86,8 @@ class EvalResult:
         """The run's headline table, as `ragcourt run` and `ragcourt summary` print it: one row per metric
         (metric, mean, samples, n/a, unscored checks, escalated checks). The run's counts are in `.attrs`
         (run_id, n_samples, n_failed, n_checks, n_unscored verdicts, n_escalated, n_pending review, n_failed_splits,
-        n_flagged_figures and n_flagged_samples: figures judged without a split that failed)."""
+        n_flagged_figures and n_flagged_samples: figures judged without a split that failed, n_empty_answers:
+        samples the system answered with nothing)."""
         if self.headline is None:
             raise ValueError(f"run {self.run_id}: no headline figures in this result (evaluate and aevaluate "
                              "give them); `ragcourt summary` prints them from the store")
@@ -129,7 +132,8 @@ def headline_frame(summary: RunSummary) -> pd.DataFrame:
     frame.attrs.update(run_id=summary.run_id, n_samples=summary.n_samples, n_failed=summary.n_failed,
                        n_checks=summary.n_checks, n_unscored=summary.n_unscored, n_escalated=summary.n_escalated,
                        n_pending=summary.n_pending, n_failed_splits=summary.n_failed_splits,
-                       n_flagged_figures=summary.n_flagged_figures, n_flagged_samples=summary.n_flagged_samples)
+                       n_flagged_figures=summary.n_flagged_figures, n_flagged_samples=summary.n_flagged_samples,
+                       n_empty_answers=summary.n_empty_answers)
     return frame
 
 
@@ -184,10 +188,28 @@ def _samples_of(dataset: DatasetInput, dataset_format: DatasetFormat,
     if isinstance(dataset, str | os.PathLike):
         return read_dataset(dataset, format=dataset_format, column_map=column_map).samples, os.fspath(dataset)
     if isinstance(dataset, list | tuple) and all(isinstance(s, Sample) for s in dataset):
-        return dataset, ""
+        return checked_samples(dataset), ""
     kind = type(dataset)
     return (read_dataset(dataset, format=dataset_format, column_map=column_map).samples,
             f"{kind.__module__.split('.')[0]}.{kind.__name__}")
+
+
+def checked_samples(samples: Sequence[Sample]) -> list[Sample]:
+    """Samples given as objects, held to the rules a dataset file's rows are: each validated again (one made by
+    `model_copy(update=...)` or `model_construct` skipped its validators), refused in the loaders' words with
+    `samples[i]` where a file's error names its line, and each id given once."""
+    out: list[Sample] = []
+    first_at: dict[str, int] = {}
+    for index, sample in enumerate(samples):
+        try:
+            out.append(Sample.model_validate(sample.model_dump()))
+        except ValidationError as error:
+            raise ValueError(f"samples[{index}]: {refusal(error)}") from None
+        if sample.id in first_at:
+            raise ValueError(f"samples[{index}]: field 'id': duplicate id '{sample.id}' (first at "
+                             f"samples[{first_at[sample.id]}], again at samples[{index}])")
+        first_at[sample.id] = index
+    return out
 
 
 def _resolve(
@@ -204,8 +226,10 @@ def _resolve(
             raise TypeError("give samples= or dataset= (a dataset path, a datasets.Dataset, a RAGAS "
                             "EvaluationDataset or a list of Samples)")
         samples, label = _samples_of(dataset, dataset_format, column_map)
-    elif isinstance(dataset, str | os.PathLike):
-        label = os.fspath(dataset)
+    else:
+        samples = checked_samples(samples)
+        if isinstance(dataset, str | os.PathLike):
+            label = os.fspath(dataset)
     if not samples:
         raise ValueError(f"the dataset has no samples{f' ({label})' if label else ''}: nothing to evaluate")
     if system is None:

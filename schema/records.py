@@ -2,7 +2,7 @@
 
 All records are immutable pydantic models. Ids of checks and decompositions are content addressed
 (a stable hash of kind and inputs), so the same work always lands on the same key: a re-run finds it,
-a killed run loses nothing that was written. This module imports nothing of ours.
+a killed run loses nothing that was written. This module imports nothing of ours outside ragcourt.schema.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragcourt.schema.enums import (
     CheckKind,
@@ -32,6 +32,17 @@ from ragcourt.schema.enums import (
     VerdictStatus,
     WholeTarget,
 )
+from ragcourt.schema.inputs import (
+    Loc,
+    id_problem,
+    input_error,
+    line_error,
+    required_text_problem,
+    shown_or_empty,
+    shows_something,
+    value_problem,
+    value_problems,
+)
 
 SCHEMA_VERSION = 1
 
@@ -40,6 +51,11 @@ def content_id(*parts: Any) -> str:
     """A stable 16-hex-digit id of JSON-serialisable parts (order matters, dict key order does not)."""
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def paragraph_id(title: str | None, text: str) -> str:
+    """Stable short id of a paragraph: the same title and text always give the same id."""
+    return content_id("paragraph", title, text)
 
 
 def utcnow() -> datetime:
@@ -78,17 +94,36 @@ class Chunk(Record):
     rank: int | None = Field(default=None, description="1-based position in the retrieval that produced it")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("title")
+    @classmethod
+    def _title_that_shows_nothing_is_empty(cls, title: str | None) -> str | None:
+        return None if title is None else shown_or_empty(title)
+
+
+def _required_text(text: str) -> str:
+    problem = required_text_problem(text)
+    if problem is not None:
+        raise input_error(problem)
+    return text
+
 
 class Turn(Record):
     """One earlier turn of a conversation (seed 002, section 6: conversational RAG, MTRAG)."""
 
     role: Literal["user", "assistant"]
-    content: str = Field(min_length=1)
+    content: str
+
+    _content_shows_something = field_validator("content")(_required_text)
 
 
 class Sample(Record):
-    id: str = Field(min_length=1)
-    question: str = Field(min_length=1)
+    """One question to evaluate, with what the user gives about it. Its validators are the rules of input
+    (schema.inputs) wherever a sample comes from: ids printable, required text showing something, optional
+    text that shows nothing empty (an answer of only zero-width spaces is the empty answer ""), gold items that
+    show nothing dropped, chunk ids unique per list, no NaN, infinity, lone surrogate or NUL anywhere."""
+
+    id: str
+    question: str
     reference_answer: str | None = None
     gold_answers: tuple[str, ...] = ()
     gold_titles: tuple[str, ...] = ()
@@ -101,6 +136,76 @@ class Sample(Record):
     history: tuple[Turn, ...] = Field(
         default=(), description="earlier turns of the conversation, oldest first; `question` is the latest user turn"
     )
+
+    @field_validator("id")
+    @classmethod
+    def _printable_id(cls, sample_id: str) -> str:
+        problem = id_problem(sample_id)
+        if problem is not None:
+            raise input_error(problem)
+        return sample_id
+
+    _question_shows_something = field_validator("question")(_required_text)
+
+    @field_validator("reference_answer", "answer")
+    @classmethod
+    def _optional_text(cls, text: str | None) -> str | None:
+        return None if text is None else shown_or_empty(text)
+
+    @field_validator("gold_answers", "gold_titles")
+    @classmethod
+    def _gold_that_shows_something(cls, items: tuple[str, ...]) -> tuple[str, ...]:
+        # An item that shows nothing is no gold answer or title: ["\u200b"] is no gold at all (n/a, not a miss).
+        return tuple(item for item in items if shows_something(item))
+
+    @model_validator(mode="after")
+    def _usable_inputs(self) -> Sample:
+        problems = self._problems()
+        if problems:
+            raise ValidationError.from_exception_data(
+                type(self).__name__, [line_error(loc, message, given) for loc, message, given in problems])
+        return self
+
+    def _problems(self) -> list[tuple[Loc, str, Any]]:
+        """Every problem the field validators leave: chunks' ids and texts, repeated chunk ids, and any value
+        (texts, scores, metadata) that `value_problems` refuses. A loop over the fields, not over a dump: a
+        store read validates every sample it returns."""
+        scalars: list[tuple[Loc, Any]] = [(("id",), self.id), (("question",), self.question),
+                                         (("reference_answer",), self.reference_answer), (("answer",), self.answer)]
+        scalars += [(("history", index, "content"), turn.content) for index, turn in enumerate(self.history)]
+        nested: list[tuple[Loc, Any]] = [(("gold_answers",), self.gold_answers), (("gold_titles",), self.gold_titles),
+                                         (("metadata",), self.metadata)]
+        problems: list[tuple[Loc, str, Any]] = []
+        for field, chunks in (("gold_documents", self.gold_documents), ("contexts", self.contexts or ())):
+            first_at: dict[str, int] = {}
+            for index, chunk in enumerate(chunks):
+                problem = id_problem(chunk.id)
+                if problem is not None:
+                    problems.append(((field, index, "id"), problem, chunk.id))
+                problem = required_text_problem(chunk.text)
+                if problem is not None:
+                    problems.append(((field, index, "text"), problem, chunk.text))
+                if chunk.id in first_at:
+                    # Checks and metrics key chunks by id: a repeated id would merge two chunks into one and skew
+                    # C-Prec and nDCG without a word. An id made from the text (no id given) says the text repeats.
+                    made = chunk.id == paragraph_id(chunk.title, chunk.text)
+                    why = "repeats the text (and title)" if made else f"repeats the id {chunk.id!r}"
+                    loc: Loc = (field, index) if made else (field, index, "id")
+                    problems.append((loc, f"{why} of {field}[{first_at[chunk.id]}]; give each chunk its own id, "
+                                          "or drop the repeat", chunk.id))
+                first_at.setdefault(chunk.id, index)
+                scalars += [((field, index, name), getattr(chunk, name)) for name in ("id", "text", "title", "source",
+                                                                                      "score")]
+                if chunk.metadata:
+                    nested.append(((field, index, "metadata"), chunk.metadata))
+        for loc, value in scalars:
+            problem = value_problem(value)
+            if problem is not None:
+                problems.append((loc, problem, value))
+        for loc, value in nested:
+            if value:
+                problems.extend(value_problems(value, loc))
+        return problems
 
     @property
     def content_hash(self) -> str:
@@ -199,6 +304,13 @@ class Answer(Record):
     unscored_reason: UnscoredReason | None = None
     error: str | None = None
     raw_output: str | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _empty_when_it_shows_nothing(cls, text: str) -> str:
+        # The one empty answer: a system's answer of only spaces or zero-width characters is "", the answer that
+        # states nothing (scored so, and counted in the run summary), as a dataset's answer of them is.
+        return shown_or_empty(text)
 
     @model_validator(mode="before")
     @classmethod

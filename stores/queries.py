@@ -11,6 +11,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from ragcourt.schema import (
+    NORMAL,
     Check,
     Decomposition,
     ElementStatus,
@@ -163,6 +164,12 @@ class RecordQueries(RecordStoreBase):
                                          n_reviewed=int(n_reviewed.get(sample_id, 0)))
             for sample_id, n in self._select(checks, (run_id,))
         }
+
+    def count_empty_answers(self, run_id: str) -> int:
+        """Samples whose system gave the empty answer ("", schema.records.Answer) under the normal condition."""
+        text, status = (self.dialect.json_text("payload", field) for field in ("text", "status"))
+        sql = f"SELECT COUNT(*) FROM answers WHERE run_id = ? AND condition = ? AND {status} = ? AND {text} = ''"
+        return int(self._select(sql, (run_id, NORMAL.key, str(VerdictStatus.OK)))[0][0])
 
     def count_diagnostics(self, run_id: str) -> int:
         return int(self._select("SELECT COUNT(*) FROM diagnostics WHERE run_id = ?", (run_id,))[0][0])

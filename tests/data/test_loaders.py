@@ -610,3 +610,31 @@ def test_an_unknown_top_level_field_is_kept_in_metadata_and_named_once_with_the_
                                                     "gt_answer": "Ada"})
     assert load_samples(inside, strict=True).warnings == ()  # metadata and accepted spellings are known fields
 
+
+
+# --------------------------------------------------------------------------- a missing field and its lookalike
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("typo.csv", "id,questoin\nq1,Who wrote Hamlet?\n",
+     "field 'question': is missing (also accepted: 'question_text', 'query'); column 'questoin' looks like "
+     "'question'"),
+    ("typo.jsonl", '{"id": "q1", "Question ": "Who wrote Hamlet?"}\n',
+     "field 'question': is missing (also accepted: 'question_text', 'query'); key 'Question ' looks like "
+     "'question'"),
+    ("typo_id.csv", "idd,question\nq1,Who wrote Hamlet?\n",
+     "field 'id': is missing; every sample needs an 'id' (or 'question_id'); column 'idd' looks like 'id'"),
+])
+def test_a_missing_required_field_names_the_column_that_looks_like_its_misspelling(
+        tmp_path: Path, name: str, content: str, says: str) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_samples(path)
+    line = 2 if name.endswith(".csv") else 1  # a CSV file's first row is its header
+    assert str(caught.value) == f"{path}:{line}: {says}"
+    unlike = tmp_path / "unlike.csv"  # no lookalike: the message as before, without a guess
+    unlike.write_text("id,level\nq1,hard\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_samples(unlike)
+    assert caught.value.message == "is missing (also accepted: 'question_text', 'query')"

@@ -15,6 +15,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from ragcourt.schema import (
+    CLOSED_BOOK,
     NORMAL,
     SCHEMA_VERSION,
     Answer,
@@ -120,6 +121,18 @@ def test_json_path_reads(store: RecordStore) -> None:
     store.put(with_graph)
     assert store.get_diagnostics("r1")[0].alignment_graph == graph
     assert store.get_diagnostics_without_graphs("r1") == [with_graph.model_copy(update={"alignment_graph": None})]
+
+
+def test_empty_answers_count_the_scored_normal_answers_that_show_nothing(store: RecordStore) -> None:
+    def answer(sample_id: str, text: str, **fields: object) -> Answer:
+        return Answer(run_id="r1", sample_id=sample_id, condition=fields.pop("condition", NORMAL), text=text,
+                      **fields)
+
+    store.put(answer("s1", ""), answer("s2", "\u200b \u200e"), answer("s3", "Paris"),
+              answer("s4", "", status=VerdictStatus.UNSCORED, unscored_reason=UnscoredReason.TIMEOUT),
+              answer("s5", "", condition=CLOSED_BOOK), Answer(run_id="r2", sample_id="s1", condition=NORMAL, text=""))
+    assert [a.text for a in store.get_answers("r1", "s2")] == [""]  # one empty answer, however it was written
+    assert store.count_empty_answers("r1") == 2  # not the failed answer, not another condition, not another run
 
 
 async def test_checks_stored_and_linked_together_or_linked_alone_from_async_code(store: RecordStore) -> None:
