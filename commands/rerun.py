@@ -88,8 +88,10 @@ def rerun(
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Evaluate only the samples whose reference answer or element list changed since the base run, and copy
-    every other row; prints which rows were re-run, why and when. A person's review decisions carry over wherever
-    their check is unchanged (nobody is asked again); it says how many carried and how many no longer apply.
+    every other row; prints which rows were re-run, why and when.
+
+    A person's review decisions carry over wherever their check is unchanged (nobody is asked again); it says how
+    many carried and how many no longer apply.
 
     The re-evaluated samples' spans go where `run`'s do (--otlp-endpoint)."""
     from ragcourt.analysis.qcare_tables import element_diagnosis_lines
