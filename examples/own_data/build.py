@@ -1,8 +1,8 @@
 """Build the files of examples/own_data/ from the bundled HotpotQA sample (CC BY-SA 4.0).
 
-    python examples/own_data/build.py
+    python examples/own_data/build.py [OUT_DIR]
 
-Writes, beside this script:
+Writes, beside this script (or into OUT_DIR):
 
 * corpus.jsonl      every paragraph of the chosen questions, as {id, title, text}
 * questions.jsonl   the questions with a reference answer, gold answers and the gold paragraphs (titles, texts)
@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent.parent / "data" / "hotpotqa" / "dev_sample_100.jsonl"
 QUESTIONS = 8  # the first questions whose gold answer is a span, not "yes" / "no"
 WORD = re.compile(r"\w+")
-STOP = frozenset("a an and are as at be by for from had has have he her his in is it its of on or she that the "
-                 "their they this to was were what when where which who whom whose why with".split())
+STOP = frozenset({"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "had", "has", "have",
+                  "he", "her", "his", "in", "is", "it", "its", "of", "on", "or", "she", "that", "the",
+                  "their", "they", "this", "to", "was", "were", "what", "when", "where", "which", "who",
+                  "whom", "whose", "why", "with"})
 
 
 def words(text: str) -> set[str]:
@@ -48,7 +51,7 @@ def answer(question: str, chunks: list[dict]) -> str:
     return max(candidates, key=lambda s: len(asked & words(s)))  # max keeps the first of equals
 
 
-def main() -> None:
+def main(out: Path = HERE) -> None:
     rows = [json.loads(line) for line in SOURCE.read_text(encoding="utf-8").splitlines()]
     chosen = [r for r in rows if r["answers_objects"][0]["spans"][0].lower() not in ("yes", "no")][:QUESTIONS]
     corpus, questions, answers = [], [], []
@@ -74,11 +77,11 @@ def main() -> None:
                                        "contexts": []})
         answers.append({**question, "contexts": systems["reads_three"][-1]["contexts"],
                         "answer": systems["reads_three"][-1]["answer"]})
-    write(HERE / "corpus.jsonl", corpus)
-    write(HERE / "questions.jsonl", questions)
-    write(HERE / "answers.jsonl", answers)
+    write(out / "corpus.jsonl", corpus)
+    write(out / "questions.jsonl", questions)
+    write(out / "answers.jsonl", answers)
     for name, rows_of_system in systems.items():
-        write(HERE / "systems" / f"{name}.jsonl", rows_of_system)
+        write(out / "systems" / f"{name}.jsonl", rows_of_system)
 
 
 def write(path: Path, rows: list[dict]) -> None:
@@ -87,4 +90,4 @@ def write(path: Path, rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
