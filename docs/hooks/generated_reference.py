@@ -7,20 +7,49 @@
 
 A page asks for a generated section with a marker line, `<!-- generated: cli -->` or
 `<!-- generated: config -->`; the hook replaces it.
+
+The pages document the working tree the site is built from, whatever is installed (an editable install hides
+the package from mkdocstrings' source finder): the repository root is the package, so a scratch folder with a
+`ragcourt` link to it goes first on the import path and is mkdocstrings' search path.
 """
 
 from __future__ import annotations
 
 import enum
 import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any, get_args, get_origin
 
 import typer
+from mkdocs.plugins import event_priority
 
 MARKER = re.compile(r"^<!-- generated: (?P<name>[a-z]+) -->$", re.M)
 # The papers' names where a help text or description speaks of the method by its source's number.
 METHOD_NAMES = {"seed 000": "CuBE", "seed 001": "DICE", "seed 002": "Q-CARE", "seed 003": "element-level attribution",
                 "seed 004": "CUE-R"}
+
+
+PACKAGE_LINKS: list[Path] = []
+
+
+@event_priority(100)  # before mkdocstrings reads its handlers' options
+def on_config(config: Any) -> Any:
+    root = Path(config.config_file_path).resolve().parent
+    link_dir = Path(tempfile.mkdtemp(prefix="ragcourt-docs-"))
+    (link_dir / "ragcourt").symlink_to(root, target_is_directory=True)
+    PACKAGE_LINKS.append(link_dir)
+    sys.path.insert(0, str(link_dir))
+    handlers = config.plugins["mkdocstrings"].config.handlers
+    handlers.setdefault("python", {})["paths"] = [str(link_dir)]
+    return config
+
+
+def on_post_build(config: Any) -> None:
+    while PACKAGE_LINKS:
+        shutil.rmtree(PACKAGE_LINKS.pop(), ignore_errors=True)
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
