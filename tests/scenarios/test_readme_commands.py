@@ -103,3 +103,15 @@ def test_the_generator_checks_the_readme() -> None:
     done = subprocess.run(["python3", str(REPO / "docs" / "tools" / "readme_outputs.py"), "--help"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "--check" in done.stdout
+
+
+def test_the_pytest_failure_the_ci_guide_shows_is_what_the_example_prints(tmp_path: Path) -> None:
+    page = (REPO / "docs" / "guides" / "ci-and-pytest.md").read_text(encoding="utf-8")
+    shown = re.search(r"```text\n(E .*?)```", page, re.S)
+    assert shown is not None
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/pytest",
+                           "--ragcourt-workspace", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, done.stdout[-3000:]
+    printed = {line.rstrip() for line in done.stdout.splitlines()}
+    assert [line for line in shown[1].splitlines() if line.rstrip() not in printed] == []
