@@ -90,8 +90,10 @@ def command_section(path: str, command: Any, level: int) -> str:
     lines += [markdown_text(command.help), ""]
     arguments = [p for p in command.params if p.param_type_name == "argument"]
     options = [p for p in command.params if p.param_type_name == "option" and p.name != "help"]
-    usage = " ".join([path, *(a.name.upper() for a in arguments), "[OPTIONS]" if options else ""])
-    lines += ["```text", usage.strip(), "```", ""]
+    subcommands = getattr(command, "commands", None) or {}
+    usage = " ".join([path, *(a.name.upper() for a in arguments), "COMMAND" if subcommands else "",
+                      "[OPTIONS]" if options else ""])
+    lines += ["```text", " ".join(usage.split()), "```", ""]
     if arguments:
         lines += ["| argument | description |", "|---|---|"]
         lines += [f"| `{a.name.upper()}` | {plain(getattr(a, 'help', ''))} |" for a in arguments]
@@ -101,8 +103,7 @@ def command_section(path: str, command: Any, level: int) -> str:
         context = typer.Context(command)
         lines += [option_row(o, context) for o in options]
         lines.append("")
-    subcommands = getattr(command, "commands", None)
-    for sub_name, sub in sorted((subcommands or {}).items()):
+    for sub_name, sub in sorted(subcommands.items()):
         lines.append(command_section(f"{path} {sub_name}", sub, level + 1))
     return "\n".join(lines)
 
@@ -112,6 +113,9 @@ def option_row(option: Any, context: Any) -> str:
     its default, its help."""
     names = ", ".join(f"`{n}`" for n in [*option.opts, *option.secondary_opts])
     kind = "" if option.is_flag else (option.metavar or option.display_type(context).strip("<>"))
+    if option.multiple and kind.startswith("list[") and kind.endswith("]"):
+        kind = kind[len("list["):-1]  # one value each time; "(repeatable)" says the rest
+    kind = kind.removesuffix(" range")
     kind = f" `{kind}`" if kind else ""
     default = option.default
     if option.is_flag:
