@@ -18,7 +18,7 @@ from ragcourt.metrics.values import MetricKey, MetricName
 from ragcourt.schema import ElementStatus, SampleDiagnostics
 from ragcourt.schema.review_questions import provisional_text, review_question
 from ragcourt.stores.records import RecordStore
-from ragcourt.validity.review_budget import budget_order
+from ragcourt.validity.review_budget import review_queue
 
 HEADLINE_METRICS = (MetricName.ELEMENT_COVERAGE, MetricName.ANSWER_F1, MetricName.C_PRECISION)
 NOT_HEADLINE = (
@@ -112,9 +112,8 @@ def print_gaps(runs: Sequence[DemoRun]) -> None:
 
 def print_escalations(store: RecordStore, runs: Sequence[DemoRun]) -> None:
     for run in runs:
-        pending = store.pending_escalations(run.run_id)
-        # the review desk's order (validity.review_budget): by how much a decision can move the headline figures
-        chosen = budget_order(store, run.run_id, pending)[:TOP_ESCALATIONS]
+        pending = review_queue(store, run.run_id)  # the review desk's order, the same on every run
+        chosen = pending[:TOP_ESCALATIONS]
         console.print(f"\n{escape(run.label)}: {len(pending)} checks await review; the {len(chosen)} whose decisions "
                       "can move its headline figures most (the order the review desk asks them in):")
         checks = {c.id: c for c in store.get_checks([r.check_id for r in chosen])}
