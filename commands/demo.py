@@ -123,7 +123,7 @@ def demo(
         telemetry.shutdown()  # sends the spans still batched
     a, b = runs
     console.print()
-    print_headline(a, b)
+    print_headline(a, b, base.answerer)
     console.print()
     print_gaps(runs)
     store = workspace.open_store()
