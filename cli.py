@@ -12,10 +12,12 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
     # typer ships its own copy of click: its classes, not those of an installed click, are what it passes.
@@ -45,8 +47,8 @@ COMMANDS: dict[str, CommandEntry] = {
     "graph": CommandEntry("graph", "Print the per-sample state machine as Mermaid."),
     "generate": CommandEntry("generate", "Write one realistic user question per document; the document becomes "
                                          "the gold document."),
-    "report": CommandEntry("report", "Write a self-contained HTML report (opens offline; no script, no external "
-                                     "resource)."),
+    "report": CommandEntry("report", "Write a self-contained HTML report (opens offline: one inline script sorts "
+                                     "and filters its tables; no external resource)."),
     "serve": CommandEntry("serve", "Serve the review desk (keyboard-driven), live progress and the report of a "
                                    "run."),
     "rank": CommandEntry("rank", "Rank systems with DICE: pairwise A/B/Tie judgments (both orders, or seed 001's "
@@ -74,6 +76,27 @@ COMMANDS: dict[str, CommandEntry] = {
 }
 
 
+def _untyped_flag(option: object) -> None:
+    """A flag takes no value: typer's Rich help would print `<bool>` beside it (--help included)."""
+    if isinstance(option, TyperOption) and (option.is_flag or option.count):
+        option.metavar = ""
+
+
+def literal_help(command: Command) -> Command:
+    """`command` (and its subcommands) with help written as plain text shown as written. Typer reads help as
+    Rich markup, where `ragcourt[otel]` or `[default: 10]` look like style tags and vanish: every help string
+    is escaped here, once, so none has to escape its own brackets."""
+    command.help = escape(command.help) if command.help else command.help
+    command.short_help = escape(command.short_help) if command.short_help else command.short_help
+    for param in command.get_params(typer.Context(command)):  # the --help option too (built and kept here)
+        if getattr(param, "help", None):  # typer's options and arguments both carry one
+            param.help = escape(param.help)  # type: ignore[attr-defined]
+        _untyped_flag(param)
+    for sub in getattr(command, "commands", {}).values():
+        literal_help(sub)
+    return command
+
+
 def load_command(name: str) -> Command | None:
     """The real click command `name`: its module registers it on a scratch typer app, as on the full one."""
     entry = COMMANDS.get(name)
@@ -84,7 +107,8 @@ def load_command(name: str) -> Command | None:
     scratch.callback()(lambda: None)  # a callback makes typer build a group even for a one-command module
     module.register(scratch)
     group = typer.main.get_group(scratch)
-    return group.get_command(typer.Context(group), name)
+    command = group.get_command(typer.Context(group), name)
+    return None if command is None else literal_help(command)
 
 
 class LazyCommands(TyperGroup):
@@ -99,8 +123,8 @@ class LazyCommands(TyperGroup):
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if self.listing:
             entry = COMMANDS.get(cmd_name)
-            return None if entry is None else TyperCommand(cmd_name, short_help=entry.short_help,
-                                                           help=entry.short_help)
+            return None if entry is None else TyperCommand(cmd_name, short_help=escape(entry.short_help),
+                                                           help=escape(entry.short_help))
         return load_command(cmd_name)
 
     def invoke(self, ctx: Context) -> object:
@@ -109,6 +133,11 @@ class LazyCommands(TyperGroup):
 
         with one_line_errors():  # one line and exit 2, never a traceback, for what any command may meet
             return super().invoke(ctx)
+
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        _untyped_flag(option)
+        return option
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self.listing = True
@@ -121,8 +150,17 @@ class LazyCommands(TyperGroup):
 app = typer.Typer(cls=LazyCommands, add_completion=False, no_args_is_help=True)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"ragcourt {version('ragcourt')}")  # the installed distribution's, as pip shows it
+        raise typer.Exit()
+
+
 @app.callback()
-def ragcourt() -> None:
+def ragcourt(
+    show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                               metavar="", help="Show the version and exit.")] = False,
+) -> None:
     """Evaluate RAG systems: find where quality is lost (retrieval, generation or the documents)."""
 
 

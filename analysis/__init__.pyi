@@ -51,6 +51,7 @@ from .qcare_tables import (
     undecided_frame,
     unsupported_claim_frame,
 )
+from .run_order import diagnostics_in_run_order
 from .summary import (
     MetricRow,
     RunSummary,
@@ -79,6 +80,7 @@ __all__ = [
     "cuer_totals",
     "CuerCount",
     "DEFAULT_METRICS",
+    "diagnostics_in_run_order",
     "element_diagnosis_lines",
     "fixed_weights",
     "gap_share_frame",

@@ -202,7 +202,18 @@ def cuer_closed_book_of_run(store: RecordStore, run_id: str, answers: Sequence[A
 
 
 CLOSED_BOOK_ROW = ("closed_book", "none (no context)")
+NORMAL_ROW = ("normal", "none perturbed")
 _CHUNK_NAMES: dict[bool | None, str] = {True: "gold", False: "non-gold"}  # a chunk of unknown gold: "unknown"
+# The rows of both CUE-R tables in one fixed order, whatever order the questions finished in: the normal answers,
+# then each perturbation kind (CUER_KINDS) on gold, non-gold and unknown chunks, then the closed-book control.
+_ROW_ORDER = [NORMAL_ROW[0], *(str(kind) for kind in CUER_KINDS), CLOSED_BOOK_ROW[0]]
+_CHUNK_ORDER = [NORMAL_ROW[1], *_CHUNK_NAMES.values(), "unknown", CLOSED_BOOK_ROW[1]]
+
+
+def _in_row_order(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` (perturbation and chunk columns) sorted into _ROW_ORDER, then _CHUNK_ORDER."""
+    key = table["perturbation"].map(_ROW_ORDER.index) * len(_CHUNK_ORDER) + table["chunk"].map(_CHUNK_ORDER.index)
+    return table.iloc[key.argsort(kind="stable")].reset_index(drop=True)
 
 
 def cuer_frame(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answer] | None = None,
@@ -225,7 +236,7 @@ def cuer_frame(diagnostics: Sequence[SampleDiagnostics], answers: Sequence[Answe
     if not rows and not control:
         return pd.DataFrame()
     tables = [_cuer_means(pd.DataFrame(found), answers is not None) for found in (rows, control) if found]
-    return pd.concat(tables, ignore_index=True)
+    return _in_row_order(pd.concat(tables, ignore_index=True))
 
 
 def _cuer_means(frame: pd.DataFrame, failed: bool) -> pd.DataFrame:
@@ -243,7 +254,6 @@ def _cuer_means(frame: pd.DataFrame, failed: bool) -> pd.DataFrame:
 
 CUER_CONDITION_VALUES = ("soft_correct", "f1", "grounding", "d_grounding", "trace_divergence", "confidence_error",
                          "d_confidence_error")
-NORMAL_ROW = ("normal", "none perturbed")
 
 
 def _sources(values: pd.Series) -> str:
@@ -254,8 +264,9 @@ def _sources(values: pd.Series) -> str:
 def cuer_condition_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
     """Soft correctness, answer F1, grounding, confidence error and trace divergence per condition (seed 004
     computes them for every condition, not only the normal one; its tables give each condition's own figures
-    beside the changes): a first row "normal / none perturbed" with the normal answers' means, then per perturbation kind and chunk gold status the perturbed answers'
-    means and their change against the normal answer. `trace` and `confidence` name the sources behind the
+    beside the changes): a first row "normal / none perturbed" with the normal answers' means, then per
+    perturbation kind and chunk gold status (in that order: _ROW_ORDER) the perturbed answers' means and their
+    change against the normal answer. `trace` and `confidence` name the sources behind the
     rows (reported by the system, judged from the claim-chunk checks, probed, none); n_<value> counts the
     rows with that value (each mean is over them); trace_unscored / trace_escalated sum the claim-chunk checks
     behind the rows' judged traces left undecided (unscored, or judges split: the trace is then unknown) or
@@ -272,7 +283,7 @@ def cuer_condition_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFra
         return pd.DataFrame()
     frame = pd.DataFrame([*normal, *rows])
     frame[list(CUER_CONDITION_VALUES)] = frame[list(CUER_CONDITION_VALUES)].astype(float)  # None -> NaN
-    grouped = frame.groupby(["perturbation", "chunk"], sort=False)
+    grouped = frame.groupby(["perturbation", "chunk"])
     table = grouped[list(CUER_CONDITION_VALUES)].mean()
     table.insert(0, "confidence", grouped["confidence"].agg(_sources))
     table.insert(0, "trace", grouped["trace"].agg(_sources))
@@ -282,7 +293,7 @@ def cuer_condition_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFra
         table[f"n_{column}"] = counted[column]
     table["trace_unscored"] = grouped["trace_unscored"].sum().astype(int)
     table["trace_escalated"] = grouped["trace_escalated"].sum().astype(int)
-    return table.reset_index()
+    return _in_row_order(table.reset_index())
 
 
 def _normal_row(diagnostics: SampleDiagnostics) -> dict[str, object]:

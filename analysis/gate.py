@@ -98,8 +98,9 @@ def na_reasons(diagnostics: Iterable[SampleDiagnostics], metrics: Iterable[str])
         for m in d.metrics:
             if m.name in wanted and m.value is None:
                 found[m.name][m.na_reason or "no reason given"] += 1
-    return {name: "; ".join(f"{n} sample(s): {reason}" for reason, n in counts.most_common())
-            for name, counts in found.items() if counts}
+    return {name: "; ".join(f"{n} sample(s): {reason}"  # ties by reason, not by which sample came first
+                            for reason, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+            for name, counts in sorted(found.items()) if counts}
 
 
 def gate_summary(summary: RunSummary, thresholds: Mapping[str, float], *, allow_na: bool = False,

@@ -152,8 +152,10 @@ def metric_values(diagnostics: Sequence[SampleDiagnostics], metric: str) -> tupl
 
 
 def metric_names(*runs: Sequence[SampleDiagnostics]) -> list[str]:
-    """Metric names present in every run, in first-seen order."""
-    per_run = [dict.fromkeys(m.name for d in run for m in d.metrics) for run in runs]
+    """Metric names present in every run, in first-seen order over the questions by id (the same order
+    whatever order the questions finished in)."""
+    per_run = [dict.fromkeys(m.name for d in sorted(run, key=lambda d: d.sample_id) for m in d.metrics)
+               for run in runs]
     return [name for name in per_run[0] if all(name in names for names in per_run[1:])] if per_run else []
 
 

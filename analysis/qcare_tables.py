@@ -154,7 +154,8 @@ def undecided_frame(diagnostics: Sequence[SampleDiagnostics]) -> pd.DataFrame:
             if reason is not None:
                 counts[reason] += 1
                 samples.setdefault(reason, set()).add(d.sample_id)
-    rows = [{"reason": r, "count": n, "samples": len(samples[r])} for r, n in counts.most_common()]
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))  # ties by reason, not by who came first
+    rows = [{"reason": r, "count": n, "samples": len(samples[r])} for r, n in ranked]
     return pd.DataFrame(rows, columns=["reason", "count", "samples"], dtype=object)
 
 

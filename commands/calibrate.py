@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ragcourt.commands.elements import fail_all
 from ragcourt.commands.endpoints import require_endpoints
+from ragcourt.commands.judge_help import judge_help
 from ragcourt.commands.output import console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.commands.progress import Tracker, track_progress
@@ -191,8 +192,9 @@ def calibrate_command(
                                                              "the ones the judges disagreed on, so they understate "
                                                              "agreement: label a random sample with --labels for "
                                                              "an unbiased estimate")] = None,
-    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]; "
-                                                            "with --labels/--run: judge ids in the store")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help=judge_help(
+        "learned needs --suite and a --config whose calibration_profile holds stacked models; with --labels/--run: "
+        "judge ids in the store"))] = None,
     logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs")] = False,
     label: Annotated[list[HumanAspect] | None, typer.Option(help="repeatable, with --ragchecker/--pairs: which "
                                                                 "human label the judges are compared with "

@@ -78,7 +78,7 @@ def demo(
     home: Home = DEFAULT_HOME,
     questions: Annotated[int | None, typer.Option(help="how many HotpotQA questions [default: 10; "
                                                      "3 with --local]")] = None,
-    local: Annotated[bool, typer.Option("--local", help="jury \\[local LLM, lexical] and a local-LLM answerer: "
+    local: Annotated[bool, typer.Option("--local", help="jury [local LLM, lexical] and a local-LLM answerer: "
                                         "the bundled SmolLM2-135M in process (llama.cpp), fully offline")] = False,
     otlp_endpoint: Annotated[str | None, typer.Option(help=OTLP_HELP)] = None,
 ) -> None:
@@ -123,7 +123,7 @@ def demo(
         telemetry.shutdown()  # sends the spans still batched
     a, b = runs
     console.print()
-    print_headline(a, b)
+    print_headline(a, b, base.answerer)
     console.print()
     print_gaps(runs)
     store = workspace.open_store()

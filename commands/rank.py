@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragcourt.commands.endpoints import require_endpoints
+from ragcourt.commands.judge_help import judge_help
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, console, print_table
 from ragcourt.commands.output import fail as _fail
 from ragcourt.commands.progress import Tracker, track_progress
@@ -157,7 +158,8 @@ def print_tiers(report: TierReport) -> None:
 def rank(
     systems: Annotated[list[Path], typer.Argument(help="one answer file per system (JSONL: id, question, answer, "
                                                        "contexts?); with --baselines, the one new system")],
-    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, openai:MODEL\\[@URL]")] = None,
+    judge: Annotated[list[str] | None, typer.Option(
+        help=judge_help("default: lexical", learned=False))] = None,
     logprobs: Annotated[bool, typer.Option(help="ask LLM judges for logprobs (A/B/Tie probabilities)")] = False,
     mode: Annotated[TournamentMode, typer.Option(help="swiss or round_robin")] = TournamentMode.SWISS,
     rounds: Annotated[int | None, typer.Option(help="default: ceil(log2 n) + 1 (Swiss), all (round robin)")] = None,
@@ -172,7 +174,7 @@ def rank(
              "from --seed, half the judge calls, bias not measured")] = OrderProtocol.BOTH,
     metric_judge: Annotated[list[str] | None, typer.Option(
         help="repeatable: a scalar metric as a judge (seed 001 4.2 threshold baseline): COLUMN[,COLUMN...]"
-             "\\[@MARGIN], the mean of the answer files' numeric columns per question (Score_S(q)); A or B wins "
+             "[@MARGIN], the mean of the answer files' numeric columns per question (Score_S(q)); A or B wins "
              "when it leads by more than MARGIN (default 0.05), else Tie. Without --judge it judges alone")] = None,
     bootstrap: Annotated[int, typer.Option(help="bootstrap resamples for the Elo intervals")] = 1000,
     references: Annotated[Path | None, typer.Option(help="questions with reference answers (any dataset `run` "

@@ -39,7 +39,8 @@ def report(
              "(seed 000, Table 5)")] = None,
     home: Annotated[Path, typer.Option(help="workspace folder: record store, chroma, runs")] = DEFAULT_HOME,
 ) -> None:
-    """Write a self-contained HTML report (opens offline; no script, no external resource)."""
+    """Write a self-contained HTML report (opens offline: one inline script sorts and filters its tables; no
+    external resource)."""
     from ragcourt.analysis.cube_tables import check_rated_samples
     from ragcourt.data.human_scores import load_human_scores
     from ragcourt.data.loaders import DatasetError

@@ -13,7 +13,7 @@ from ragcourt.runs.rescore import rescore_run
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import CheckKind, Label, Reconciled, Review, ReviewAction
 from ragcourt.stores.records import RecordStore
-from ragcourt.validity.review_budget import budget_order
+from ragcourt.validity.review_budget import REVIEW_ORDER, review_queue
 
 
 def review(
@@ -22,26 +22,25 @@ def review(
     kind: Annotated[list[CheckKind] | None, typer.Option(
         help="repeatable: only escalations of these check kinds (e.g. element_in_answer)")] = None,
     budget: Annotated[int | None, typer.Option(
-        min=1, help="review only N escalations: those whose decisions can move the run's headline figures most "
-                    "(expected change from the verdicts' probabilities and the jury's estimates; "
-                    "validity.review_budget), most first; default: every one, in arrival order")] = None,
+        min=1, help="review only the first N escalations of the review order; default: every one")] = None,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Walk the run's pending escalations in the terminal; decisions override the jury.
+
+    They come in the review desk's order: {order}.
 
     A reply that is not a decision (a typo) is asked again; q or the end of input stops."""
     store = existing_store(home)
     if store.get_run(run_id) is None:
         fail(f"no run '{run_id}' in {Workspace(home).store_path}")
-    pending = [r for r in store.pending_escalations(run_id) if not kind or r.kind in kind]
+    pending = [r for r in review_queue(store, run_id) if not kind or r.kind in kind]
     if not pending:
         console.print("no pending escalations" + (f" of kind {', '.join(kind)}" if kind else ""))
         return
     if budget is not None:
-        ordered = budget_order(store, run_id, pending)
-        console.print(f"budget: {min(budget, len(ordered))} of {len(ordered)} pending escalations, those that can "
+        console.print(f"budget: {min(budget, len(pending))} of {len(pending)} pending escalations, those that can "
                       "move the headline figures most first")
-        pending = ordered[:budget]
+        pending = pending[:budget]
     console.print(f"{len(pending)} escalated checks awaiting review. Keys: y/n (binary), A/B/T (pairwise), "
                   "0-10 (scores), a = accept the provisional decision, s = skip, q = quit")
     for number, rec in enumerate(pending, start=1):
@@ -103,4 +102,6 @@ def _parse_decision(answer: str, rec: Reconciled,
 
 
 def register(app: typer.Typer) -> None:
-    app.command("review")(review)
+    assert review.__doc__ is not None
+    # the order is stated once, where it is decided (validity.review_budget)
+    app.command("review", help=review.__doc__.format(order=REVIEW_ORDER))(review)

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ragcourt.commands.evaluation import Engine, evaluate_and_print, read_samples, reference_system_of
 from ragcourt.commands.gate import enforce_fail_under, thresholds_of
+from ragcourt.commands.judge_help import judge_help
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, Home, StrictOption, console, fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
@@ -29,9 +30,8 @@ def run(
                                                  "dataset directory, a RAGAS or LangSmith export, or a HotpotQA "
                                                  "IRCoT file")],
     system: Annotated[str, typer.Option(help="'reference' (chromadb + answerer) or 'precomputed'")] = "reference",
-    judge: Annotated[list[str] | None, typer.Option(help="repeatable: lexical, semantic, learned (the stacked "
-                                                            "models of --calibration-profile), "
-                                                            "openai:MODEL\\[@URL]")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help=judge_help(
+        "learned needs --calibration-profile; default: the config's judges (lexical)"))] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML or TOML EvalConfig")] = None,
     method: Annotated[list[Method] | None, typer.Option(help="repeatable; default from config")] = None,
     collection: Annotated[str, typer.Option(help="chromadb collection of the reference system")] = HOTPOTQA_COLLECTION,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ragcourt.analysis.cube_tables import Unavailable, cube_inputs, cube_of_inputs, cube_rule_based_note
 from ragcourt.analysis.cuer_tables import cuer_closed_book_of_run, cuer_counts
+from ragcourt.analysis.run_order import diagnostics_in_run_order
 from ragcourt.report.cube_chart import cube_bounds_svg
 from ragcourt.report.cuer_chart import cuer_utility_svg
 from ragcourt.schema.config import EvalConfig, Method
@@ -34,7 +35,7 @@ def write_method_charts(store: RecordStore, run_id: str, config: EvalConfig, run
             out[path] = None
     if Method.CUER in config.methods:
         path = run_dir / CUER_CHART
-        diagnostics = store.get_diagnostics(run_id)
+        diagnostics = diagnostics_in_run_order(store, run_id)  # one row order for two identical runs
         if not any(d.perturbations for d in diagnostics):
             out[path] = "no perturbed answers in this run"
         else:

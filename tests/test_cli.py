@@ -388,3 +388,65 @@ def test_invisible_text_is_na_and_a_misspelt_field_is_warned_about_or_refused_wi
     assert refused.exit_code == 2
     assert "data.jsonl:3: field 'refrence_answer': is not a field of a sample; did you mean 'reference_answer'?" in (
         flat(refused.output))
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    (["run"], "needs ragcourt[otel]"), (["run"], "needs ragcourt[distributed]"), (["demo"], "needs ragcourt[otel]"),
+    (["demo"], "how many HotpotQA questions [default: 10; 3 with --local]"), (["rank"], "COLUMN[,COLUMN...][@MARGIN]"),
+])
+def test_help_keeps_every_bracket_without_any_escape_in_the_source(command: list[str], shown: str) -> None:
+    """Help strings are plain text: the CLI escapes them for Rich once, so a bracket no one escaped by hand shows."""
+    result = RUNNER.invoke(app, [*command, "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0 and shown in flat(result.output)
+    assert "\\[" not in result.output
+
+
+def _help_of_every_command() -> dict[str, str]:
+    from ragcourt.cli import COMMANDS
+
+    names = [[], *([name] for name in COMMANDS), ["elements", "export"], ["elements", "import"]]
+    found = {}
+    for words in names:
+        result = RUNNER.invoke(app, [*words, "--help"], env={"COLUMNS": "250"})
+        assert result.exit_code == 0, (words, result.output)
+        found[" ".join(words) or "ragcourt"] = result.output
+    return found
+
+
+def test_no_help_shows_a_type_beside_a_flag() -> None:
+    """A flag takes no value: `--help <bool>` (or `--local <bool>`) told the user to type one."""
+    for name, text in _help_of_every_command().items():
+        assert "<bool>" not in text, name
+        assert "--help  " in text and "Show this message and exit." in text, name
+    assert "<int>" in flat(RUNNER.invoke(app, ["demo", "--help"], env={"COLUMNS": "250"}).output)  # values keep theirs
+
+
+def test_version_is_the_installed_distributions() -> None:
+    from importlib.metadata import version
+
+    result = RUNNER.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"ragcourt {version('ragcourt')}"
+    assert "--version" in RUNNER.invoke(app, ["--help"]).output
+
+
+def test_report_help_says_the_report_has_one_inline_script() -> None:
+    """The report inlines its table-sorting script (report.html); its help used to say "no script"."""
+    for words in (["--help"], ["report", "--help"]):
+        shown = flat(RUNNER.invoke(app, words, env={"COLUMNS": "250"}).output)
+        assert "no script" not in shown and "one inline script sorts and filters its tables" in shown
+
+
+@pytest.mark.parametrize("command", ["run", "calibrate", "rank"])
+def test_judge_help_lists_every_judge_the_code_builds(command: str) -> None:
+    from ragcourt.judging.baseline import BaselineRule
+    from ragcourt.llm.spec import BundledModel, Provider
+    from ragcourt.schema.config import BaselineModel
+
+    shown = flat(RUNNER.invoke(app, [command, "--help"], env={"COLUMNS": "250"}).output)
+    judge_line = shown[shown.index("--judge"):]
+    for name in [*BaselineRule, "local (", "openai:MODEL[@URL]", *(f"local:{m}" for m in BundledModel),
+                 "local:PATH.gguf"]:
+        assert str(name) in judge_line, (command, name)
+    assert {str(p) for p in Provider} == {"local", "openai"}  # a new provider must join judge_help's forms
+    # rank refuses the learned judge (it decides yes / no checks, not A / B / Tie); the others take it
+    assert (f"{BaselineModel.LEARNED} (the stacked models" in judge_line) == (command != "rank")

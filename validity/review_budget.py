@@ -13,10 +13,13 @@ A pending escalation's decision is yes with probability p: the jury's Dawid-Sken
 was estimated (validity.jury_weights, whatever the run's reconcile rule), else the mean of the judges' own
 probabilities, else their vote shares, else 1/2. Its provisional value v is 1 (yes), 0 (no) or 1/2 (split or
 undecided), so its expected change of a figure is share x (p (1 - v) + (1 - p) v). The budget order sorts
-escalations by the sum of their expected changes over the headline figures (ties: arrival order). The
+escalations by the sum of their expected changes over the headline figures (ties: the question's place in
+the run, then the order its checks were made, so two identical runs give one order whatever question finished
+first). The
 remaining uncertainty of a figure: its range if every pending escalation feeding it were decided yes, or
 every one no, and its posterior standard deviation, sqrt(sum of share^2 p (1 - p)), decisions independent.
-Scores (CuBE dimensions) and pairwise checks feed no headline mean here: they come last, in arrival order.
+Scores (CuBE dimensions) and pairwise checks feed no headline mean here: they come last, in question order.
+This is the one order in which the review desk, its API and `ragcourt review` ask (REVIEW_ORDER says it).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from ragcourt.nodes.scorer import QCARE_KINDS
 from ragcourt.schema import NORMAL, CheckKind, Label, Reconciled
 from ragcourt.stores.records import RecordStore
 from ragcourt.validity.jury_weights import JuryWeights, fit_jury
+
+REVIEW_ORDER = ("those whose decisions can move the run's headline figures most first (expected change from the "
+                "verdicts' probabilities and the jury's estimates), ties in question order")
 
 # metric base name -> the check kinds whose decisions it is computed from (normal condition)
 FEEDS: dict[str, tuple[CheckKind, ...]] = {
@@ -89,6 +95,8 @@ def plan_reviews(store: RecordStore, run_id: str, jury: JuryWeights | None = Non
         pending = store.pending_escalations(run_id)
     rows = {row.name: row for row in summarize(store, run_id).metrics if row.mean is not None and row.n_samples}
     checks = {c.id: c for c in store.checks_for(run_id)}
+    place = {sample_id: i for i, (sample_id, _) in enumerate(store.sample_questions(run_id))}
+    made = {check_id: i for i, check_id in enumerate(checks)}  # within a question: the order its checks were made
     units = Counter((c.sample_id, c.kind, c.condition.key) for c in checks.values())
     swings, shares = [], []
     for rec in pending:
@@ -106,7 +114,12 @@ def plan_reviews(store: RecordStore, run_id: str, jury: JuryWeights | None = Non
                     expected[name] = share_of[name] * (p * (1.0 - v) + (1.0 - p) * v)
         swings.append(Swing(rec, p, expected))
         shares.append((p, v, share_of))
-    order = sorted(range(len(swings)), key=lambda i: -swings[i].total)  # stable: ties keep arrival order
+    def tie_break(rec: Reconciled) -> tuple[int, int, str]:
+        check = checks.get(rec.check_id)
+        question = len(place) if check is None else place.get(check.sample_id, len(place))
+        return question, made.get(rec.check_id, len(made)), rec.check_id
+
+    order = sorted(range(len(swings)), key=lambda i: (-swings[i].total, *tie_break(swings[i].escalation)))
     uncertainty = []
     for name, row in rows.items():
         if MetricKey.of(name).base not in FEEDS:  # not computed from jury decisions: no review moves it
@@ -123,5 +136,12 @@ def plan_reviews(store: RecordStore, run_id: str, jury: JuryWeights | None = Non
 
 
 def budget_order(store: RecordStore, run_id: str, pending: Sequence[Reconciled]) -> list[Reconciled]:
-    """`pending` ordered by how much their decisions can move the headline figures, most first."""
+    """`pending` in review order (REVIEW_ORDER): how much their decisions can move the headline figures, most
+    first; the same order whatever order `pending` comes in."""
     return [swing.escalation for swing in plan_reviews(store, run_id, pending=pending).swings]
+
+
+def review_queue(store: RecordStore, run_id: str) -> list[Reconciled]:
+    """The run's pending escalations in review order: what the review desk shows first, the desk's API names as
+    next and `ragcourt review` asks first."""
+    return budget_order(store, run_id, store.pending_escalations(run_id))

@@ -6,7 +6,7 @@ Every decision is a `Review` with the reviewer's name, written to the store at o
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -26,7 +26,7 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.records import RecordStore
-from ragcourt.validity.review_budget import budget_order
+from ragcourt.validity.review_budget import review_queue
 
 
 class DecisionError(ValueError):
@@ -99,15 +99,20 @@ def queue_state(store: RecordStore, run_id: str, skipped: Collection[str]) -> Qu
     return QueueState(escalated=escalated, pending=len(pending), skipped=len(pending & set(skipped)))
 
 
+def next_check_id(pending: Sequence[Reconciled], skipped: Collection[str]) -> str | None:
+    """The first of `pending` (in review order) that this session has not skipped."""
+    return next((r.check_id for r in pending if r.check_id not in skipped), None)
+
+
 def next_item(store: RecordStore, run_id: str, skipped: Collection[str] = ()) -> DeskItem | None:
-    """The pending escalation this session has not skipped whose decision can move the run's headline figures
-    most (validity.review_budget; ties in arrival order); None when there is none."""
-    pending = budget_order(store, run_id, store.pending_escalations(run_id))
+    """The pending escalation this session has not skipped that comes first in review order
+    (validity.review_budget.REVIEW_ORDER); None when there is none."""
+    pending = review_queue(store, run_id)
     escalated = sum(1 for r in store.get_reconciled(run_id) if r.escalated)
-    open_items = [r for r in pending if r.check_id not in skipped]
-    if not open_items:
+    first = next_check_id(pending, skipped)
+    if first is None:
         return None
-    rec = open_items[0]
+    rec = next(r for r in pending if r.check_id == first)
     found = store.get_checks([rec.check_id])
     if not found:
         raise LookupError(f"escalated check {rec.check_id} is not in the store")

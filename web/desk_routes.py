@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 
 from ragcourt.schema.review_questions import accepting_keeps, provisional_text, review_question
+from ragcourt.validity.review_budget import review_queue
 from ragcourt.web.context import DeskContext
 from ragcourt.web.desk import (
     Choice,
@@ -16,6 +17,7 @@ from ragcourt.web.desk import (
     NotPendingError,
     UnknownCheckError,
     decide,
+    next_check_id,
     next_item,
     parse_choice,
     queue_state,
@@ -165,8 +167,7 @@ def desk_router(run: DeskContext) -> APIRouter:
     def desk_state(request: Request) -> JSONResponse:
         skipped = _session(request).skipped
         queue = queue_state(run.store(), run.run_id, skipped)
-        next_check = next((r.check_id for r in run.store().pending_escalations(run.run_id)
-                           if r.check_id not in skipped), None)
+        next_check = next_check_id(review_queue(run.store(), run.run_id), skipped)  # the item the desk page shows
         return JSONResponse({"run_id": run.run_id, "escalated": queue.escalated, "pending": queue.pending,
                              "decided": queue.decided, "skipped": queue.skipped, "next_check_id": next_check,
                              "rescore": run.rescorer().state.value, "rescore_detail": run.rescorer().detail,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcourt.analysis.cuer_tables import cuer_condition_frame
+from ragcourt.analysis.cuer_tables import cuer_condition_frame, cuer_frame
 from ragcourt.metrics.cuer import Outcome, perturbation_effect
 from ragcourt.metrics.values import MetricName
 from ragcourt.schema import Condition, ConditionKind, MetricValue, SampleDiagnostics
@@ -40,3 +40,26 @@ def test_the_condition_table_gives_each_conditions_soft_correctness_and_f1() -> 
              for r in frame.itertuples(index=False)}
     assert table == {("normal", "none perturbed"): (1.0, 0.8, 2, 2), ("remove", "gold"): (0.0, 0.5, 2, 2),
                      ("remove", "non-gold"): (1.0, 1.0, 2, 2)}
+
+
+def perturbed(kind: ConditionKind, chunk_id: str) -> Outcome:
+    return Outcome(condition=Condition(kind=kind, chunk_id=chunk_id), soft_correct=False, f1=0.5, confidence=None,
+                   used_chunk_ids=None)
+
+
+def mixed(sample_id: str, kinds: tuple[tuple[ConditionKind, str], ...]) -> SampleDiagnostics:
+    effects = tuple(perturbation_effect(NORMAL, perturbed(kind, chunk), TITLES, ["Gold page"]) for kind, chunk in kinds)
+    return diagnostics(sample_id, 0.5).model_copy(update={"perturbations": effects})
+
+
+def test_both_cuer_tables_keep_one_row_order_whatever_order_the_questions_finished_in() -> None:
+    """Two identical runs list their questions in the order they finished; the "CUE-R per condition" rows
+    followed the first question seen."""
+    first = mixed("a", ((ConditionKind.DUPLICATE, "c1"), (ConditionKind.REPLACE, "c2")))
+    second = mixed("b", ((ConditionKind.REMOVE, "c2"), (ConditionKind.REMOVE, "c1")))
+    expected = [("normal", "none perturbed"), ("remove", "gold"), ("remove", "non-gold"), ("replace", "non-gold"),
+                ("duplicate", "gold")]
+    for order in ([first, second], [second, first]):
+        rows = [(r.perturbation, r.chunk) for r in cuer_condition_frame(order).itertuples(index=False)]
+        assert rows == expected
+        assert [(r.perturbation, r.chunk) for r in cuer_frame(order).itertuples(index=False)] == expected[1:]

@@ -11,11 +11,13 @@ from ragcourt.analysis.gate import (
     check_thresholds,
     gate_summary,
     is_drop,
+    na_reasons,
     parse_threshold_items,
     regressions,
 )
 from ragcourt.analysis.noise import PAIRED_BAND
 from ragcourt.analysis.summary import MetricRow, RunSummary
+from ragcourt.schema import MetricValue, SampleDiagnostics
 
 
 def summary(*rows: MetricRow) -> RunSummary:
@@ -116,3 +118,15 @@ def test_a_flagged_figure_is_its_samples_n_a_unless_flagged_figures_are_counted(
     ]  # element_coverage: s1 n/a, s2 and s3 give 0.6
     assert gate_summary(run, gate, count_flagged=True) == []
     assert [f.metric for f in gate_summary(run, gate, allow_na=True)] == ["completeness"]
+
+
+def test_na_reasons_list_the_most_frequent_first_and_ties_by_reason_whatever_the_question_order() -> None:
+    def na(sample_id: str, reason: str) -> SampleDiagnostics:
+        return SampleDiagnostics(run_id="r", sample_id=sample_id, question="q?",
+                                 metrics=(MetricValue(name="completeness", value=None, na_reason=reason),))
+
+    questions = [na("a", "the answer has no claims"), na("b", "no sub-query"), na("c", "no sub-query"),
+                 na("d", "judges split")]
+    expected = {"completeness": "2 sample(s): no sub-query; 1 sample(s): judges split; 1 sample(s): the answer has "
+                                "no claims"}
+    assert na_reasons(questions, ["completeness"]) == na_reasons(questions[::-1], ["completeness"]) == expected

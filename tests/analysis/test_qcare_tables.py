@@ -63,10 +63,19 @@ def test_element_status_frame_and_undecided_reasons():
                                                RETRIEVAL_UNKNOWN, None]
     assert frame.loc[2, "in_loose_context"] is True and frame.loc[0, "in_loose_context"] is None
     assert undecided_frame([D1, D2]).to_dict("records") == [
-        {"reason": NO_LOOSE_VERDICT, "count": 1, "samples": 1},
-        {"reason": NO_ANSWER_VERDICT, "count": 1, "samples": 1},
-        {"reason": RETRIEVAL_UNKNOWN, "count": 1, "samples": 1},
+        {"reason": reason, "count": 1, "samples": 1}
+        for reason in sorted((NO_LOOSE_VERDICT, NO_ANSWER_VERDICT, RETRIEVAL_UNKNOWN))
     ]
+
+
+def test_undecided_reasons_come_most_frequent_first_and_ties_by_reason_whatever_the_question_order():
+    twice = D2.model_copy(update={"sample_id": "s4"})
+    no_loose = D1.model_copy(update={"sample_id": "s5", "elements": D1.elements[4:5]})
+    no_answer = D1.model_copy(update={"sample_id": "s6", "elements": D1.elements[5:6]})
+    for order in ([no_loose, no_answer, D2, twice], [twice, no_answer, D2, no_loose]):
+        rows = undecided_frame(order).to_dict("records")
+        assert rows[0] == {"reason": RETRIEVAL_UNKNOWN, "count": 2, "samples": 2}
+        assert [r["reason"] for r in rows[1:]] == sorted((NO_LOOSE_VERDICT, NO_ANSWER_VERDICT))
 
 
 def test_gap_share_frame():

@@ -3,19 +3,22 @@ that order; a typo is asked again instead of skipping the check; `summary` shows
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from fakes.scripted_jury import SAMPLES, runner_for
 from typer.testing import CliRunner
 
 from ragcourt.cli import app
 from ragcourt.commands.output import console
 from ragcourt.runs.api import evaluate
+from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Chunk, Label, ReviewAction, Sample
-from ragcourt.schema.config import EvalConfig, JudgeSpec
+from ragcourt.schema.config import EvalConfig, JudgeSpec, Reconcile
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed
-from ragcourt.validity.review_budget import budget_order
+from ragcourt.validity.review_budget import REVIEW_ORDER, budget_order, review_queue
 
 RUN = "budget"
 
@@ -62,7 +65,7 @@ def test_review_budget_decides_the_escalations_of_most_weight_first(home: Path) 
 
 def test_a_typo_is_asked_again_and_the_next_reply_decides(home: Path) -> None:
     with RecordStore(home / "store.sqlite") as store:
-        first = store.pending_escalations(RUN)[0]
+        first = review_queue(store, RUN)[0]
     code, out = invoke("review", RUN, home=home, stdin="yy\nn\nq\n")
     assert code == 0 and "not understood: 'yy'" in out and "type y / n" in out
     with RecordStore(home / "store.sqlite") as store:
@@ -79,3 +82,20 @@ def test_summary_shows_the_remaining_uncertainty_and_the_jury(home: Path, monkey
     # the three escalations are claim-supported checks: only verifiableness may still move
     assert "verifiableness │ 1.000 │ 0.875 .. 1.000 │ 0.072 │ 3" in out
     assert "jury: estimated accuracy per judge" in out and "lexical" in out and "semantic" in out
+
+
+def test_review_asks_in_the_desks_order_and_its_help_says_which(tmp_path: Path) -> None:
+    """Without --budget it used to ask in the order the escalations were stored, while the desk (and the demo,
+    which promises the desk's order) asked the ones that can move the figures most first."""
+    async def evaluate_scripted(store: RecordStore) -> None:
+        _ = [d async for d in runner_for(store, tmp_path, "m", Reconcile.MAJORITY).astream(SAMPLES)]
+
+    with Workspace(tmp_path).open_store() as store:
+        asyncio.run(evaluate_scripted(store))
+        desk_first = review_queue(store, "m")[0].check_id
+        assert store.pending_escalations("m")[0].check_id != desk_first  # the two orders differ here
+    code, _ = invoke("review", "m", home=tmp_path, stdin="y\nq\n")
+    with Workspace(tmp_path).open_store() as store:
+        assert code == 0 and list(store.latest_reviews("m")) == [desk_first]
+    shown = " ".join(CliRunner().invoke(app, ["review", "--help"], env={"COLUMNS": "250"}).output.split())
+    assert f"They come in the review desk's order: {REVIEW_ORDER}." in shown and "arrival" not in shown

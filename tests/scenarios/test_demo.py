@@ -16,6 +16,7 @@ from ragcourt.cli import app
 from ragcourt.commands.output import console
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Review, SampleDiagnostics, Verdict
+from ragcourt.validity.review_budget import review_queue
 
 
 def _share(value) -> str:
@@ -56,6 +57,9 @@ def test_demo_compares_two_configurations_and_leaves_a_readable_store(tmp_path, 
             assert store.to_frame(Review, run_id=run_id).empty  # nobody has reviewed yet; the frame has a shape
             assert len(store.to_frame(SampleDiagnostics, run_id=run_id)) == 3
         pending = {k: len(store.pending_escalations(run_id)) for k, run_id in runs.items()}
+        checks = {k: {c.id: c for c in store.checks_for(run_id)} for k, run_id in runs.items()}
+        desk_first = {k: [(checks[k][r.check_id].kind, checks[k][r.check_id].sample_id[:12])
+                          for r in review_queue(store, run_id)[:3]] for k, run_id in runs.items()}
     finally:
         store.close()
     # the printed gap shares are the stored runs' own
@@ -65,6 +69,9 @@ def test_demo_compares_two_configurations_and_leaves_a_readable_store(tmp_path, 
         row = next(line for line in out.splitlines() if line.startswith(f"│ {name}"))
         assert [c.strip() for c in row.strip("│").split("│")][1:4] == shares
         assert f"{name}: {pending[k]} checks await review" in out
+        # the escalations it lists are the first the review desk asks (one order, the same on every run)
+        listed = out.split(f"{name}: {pending[k]} checks await review")[1].split("await review")[0]
+        assert re.findall(r"\((\w+), question (\w+)\)", listed)[:3] == desk_first[k]
     # and the difference with its band is compare_frame's (paired band)
     compared = compare_frame(diagnostics[5], diagnostics[1]).set_index("metric")
     coverage = next(line for line in out.splitlines() if line.startswith("│ element_coverage"))

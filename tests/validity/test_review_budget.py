@@ -14,7 +14,7 @@ from ragcourt.schema import NORMAL, CheckKind, Label, Review, ReviewAction
 from ragcourt.schema.config import Reconcile
 from ragcourt.stores.records import RecordStore
 from ragcourt.validity.jury_weights import fit_jury
-from ragcourt.validity.review_budget import budget_order, p_yes, plan_reviews
+from ragcourt.validity.review_budget import budget_order, p_yes, plan_reviews, review_queue
 
 COVERAGE = "element_coverage"
 ANSWER_COVERAGE = "element_answer_coverage"
@@ -96,3 +96,20 @@ async def test_remaining_uncertainty_shrinks_as_reviews_arrive(store, tmp_path):
     after = {u.name: u for u in plan_reviews(store, "m").uncertainty}
     assert after[COVERAGE].n_pending == 0 and after[COVERAGE].sd == 0
     assert after[COVERAGE].low == after[COVERAGE].value == after[COVERAGE].high
+
+
+async def test_the_review_order_is_the_same_whatever_order_the_escalations_were_stored_in(store, tmp_path):
+    """Ties (many escalations move the figures by the same amount) are broken by the question's place in the run,
+    then by the order its checks were made, never by which question happened to finish first."""
+    await run(store, tmp_path)
+    pending = store.pending_escalations("m")
+    ordered = budget_order(store, "m", pending)
+    assert budget_order(store, "m", pending[::-1]) == ordered
+    assert review_queue(store, "m") == ordered
+    totals = {s.escalation.check_id: s.total for s in plan_reviews(store, "m").swings}
+    assert len(set(totals.values())) < len(totals)  # there are ties to break
+    place = {sample_id: i for i, (sample_id, _) in enumerate(store.sample_questions("m"))}
+    checks = {c.id: c for c in store.checks_for("m")}
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        if totals[before.check_id] == totals[after.check_id]:
+            assert place[checks[before.check_id].sample_id] <= place[checks[after.check_id].sample_id]

@@ -7,11 +7,14 @@ import html
 import re
 
 import pytest
+from fakes.scripted_jury import SAMPLES, runner_for
 from fastapi.testclient import TestClient
 from web_support import make_payload_run
 
 from ragcourt.runs.workspace import Workspace
 from ragcourt.schema import Check, CheckKind, Condition, ConditionKind, Label, ReviewAction
+from ragcourt.schema.config import Reconcile
+from ragcourt.validity.review_budget import review_queue
 from ragcourt.web.app import DeskSettings, create_app
 from ragcourt.web.desk import Choice, DecisionError, make_review
 
@@ -199,12 +202,32 @@ def test_a_browser_form_keeps_303_and_the_message(run_home, store):
 
 
 def test_the_desk_state_names_the_next_check(api, store):
-    pending = _binary_pending(store)
+    pending = [r.check_id for r in review_queue(store, "xss")]
     api.cookies.clear()
     assert api.get("/api/desk", headers=BEARER).json()["next_check_id"] == pending[0]
     _post(api, check_id=pending[0], decision="label:yes", reviewer="bob")
     api.cookies.clear()
     assert api.get("/api/desk", headers=BEARER).json()["next_check_id"] == pending[1]
+
+
+async def test_the_desk_states_next_check_is_the_one_its_page_shows(tmp_path):
+    """A scripted jury of mixed accuracies: the desk's order (what a decision can move) is not the order the
+    escalations were stored in, and the API's next check is the page's, before and after a decision."""
+    with Workspace(tmp_path).open_store() as store:
+        _ = [d async for d in runner_for(store, tmp_path, "m", Reconcile.MAJORITY).astream(SAMPLES)]
+        stored_first = store.pending_escalations("m")[0].check_id
+        desk_first = review_queue(store, "m")[0].check_id
+    assert stored_first != desk_first  # else this test could not tell the two orders apart
+    settings = DeskSettings(home=tmp_path, run_id="m", host="0.0.0.0", token=TOKEN)
+    with TestClient(create_app(settings), base_url=BASE) as client:
+        for _ in range(2):
+            client.cookies.clear()
+            shown = re.search(r'name="check_id" value="([0-9a-f]+)"', client.get("/desk", headers=BEARER).text)
+            client.cookies.clear()
+            named = client.get("/api/desk", headers=BEARER).json()["next_check_id"]
+            assert shown is not None and named == shown.group(1)
+            assert _post(client, check_id=named, decision="label:yes", reviewer="bob").status_code == 201
+        assert named != desk_first  # the second round was the next check in that order
 
 
 def test_refusals_name_their_field():
