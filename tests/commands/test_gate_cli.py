@@ -96,7 +96,13 @@ def runs_in_store(home, configs: dict[str, dict] | None = None, **runs: tuple[fl
 
 
 def compare(home, *options: str):
-    return CliRunner().invoke(app, ["compare", *options, "--home", str(home)], env={"COLUMNS": "250"})
+    from unittest import mock
+
+    from ragcourt.commands.output import console
+
+    # The shared console may have been made (and its width fixed) by an earlier test, so COLUMNS alone is not enough
+    with mock.patch.object(console, "_width", 250):
+        return CliRunner().invoke(app, ["compare", *options, "--home", str(home)], env={"COLUMNS": "250"})
 
 
 def test_compare_fail_on_regression_passes_inside_the_band_and_fails_outside_it(tmp_path) -> None:
