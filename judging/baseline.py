@@ -33,7 +33,8 @@ class BaselineRule(StrEnum):
       sentence of the target is at least the encoder's threshold (MiniLM 0.55, claim_serves_subquery 0.45; e5's
       cosines sit higher, see E5_THRESHOLDS). The encoder is chosen per kind (stores.encoders.EncoderChoice).
     Dimension scores: 10 x token F1 against the reference (or question overlap without a reference).
-    Pairwise: the answer with the higher score wins; within 0.05 it is a Tie. lexical scores an answer by token
+    Pairwise: the answer with the higher score wins; within 0.05 it is a Tie (semantic on e5: only when equal).
+      lexical scores an answer by token
       F1 against the reference (question overlap without one); semantic by the mean cosine of the whole
       answer with the reference and with the evidence shown (the question when neither is given), so the
       two baselines are two opinions, not one counted twice.
@@ -46,19 +47,28 @@ class BaselineRule(StrEnum):
 THRESHOLDS = {BaselineRule.LEXICAL: (0.5, 0.34), BaselineRule.SEMANTIC: (0.55, 0.45)}
 # e5's cosines of unrelated texts sit near 0.7 (its training temperature), so its rule cuts higher: the strict
 # threshold is the one of best kappa on the 100 shared HotpotQA questions (docs/validity_figures.md), the
-# lenient one as far below it as MiniLM's.
-E5_THRESHOLDS = (0.85, 0.80)
+# lenient one (claim_serves_subquery) 0.03 lower: a tenth of the span e5 uses (about 0.7 to 1.0), as 0.10 is of
+# MiniLM's.
+E5_THRESHOLDS = (0.86, 0.83)
+# Pairwise: a Tie within this difference of the two answers' scores. e5's cosines of two answers with one
+# reference differ by less than MiniLM's (unrelated texts already sit near 0.7): on the 40 shared RAGChecker
+# pairs its kappa with the annotators' mean label was best with no Tie band (0.308; MiniLM at 0.05: 0.267).
+TIE_MARGIN = 0.05
+E5_TIE_MARGIN = 0.0
 # Checks whose subject must be stated by the target: a number the subject states and the target does not
 # ("500元" against "300元", "50万" against "5万") decides "no" whatever the overlap, which counts a
 # number as one token among many (text.numbers reads digits and Chinese numerals, not English number words).
 NUMBER_KINDS = (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER, CheckKind.CLAIM_SUPPORTED)
 
 Embed = Callable[[list[str]], np.ndarray]
-# A long target is cut to the sentences with the highest token F1 with the subject before embedding: embedding
-# is nearly all of the semantic judge's CPU, a WiCE evidence page runs to hundreds of sentences, and the best
-# sentence shares words with the subject (judging.features measures what it costs). MiniLM's rule keeps every
-# sentence: its verdicts are stored under the id it always had.
+# With e5 or an endpoint, a long target is cut to the sentences with the highest token F1 with the subject before
+# embedding (embedding is nearly all of the semantic judge's CPU, a WiCE evidence page runs to hundreds of
+# sentences, and the best sentence shares words with the subject; judging.features measures what it costs), and
+# the kept sentences, in the target's order, are embedded in windows of up to WINDOW_WORDS words, not one by one:
+# e5 was trained on passages, and one window costs one model run instead of one per sentence. MiniLM's rule
+# embeds every sentence alone: its verdicts are stored under the id it always had.
 EMBEDDED_SENTENCES = 32
+WINDOW_WORDS = 120
 
 
 def text_roles(kind: CheckKind) -> tuple[TextRole, TextRole]:
@@ -131,9 +141,13 @@ class BaselineJudge:
         assert self._encoders is not None
         encoders = self._encoders
         roles = text_roles(kind)
-        cut = encoders.encoder_name(kind) not in (EncoderName.MINILM, "custom")
+        windowed = encoders.encoder_name(kind) not in (EncoderName.MINILM, "custom")
         return best_sentence_cosine(lambda texts, role: encoders.embed(kind, texts, role), subject, target, roles,
-                                    EMBEDDED_SENTENCES if cut else None)
+                                    windowed=windowed)
+
+    def _tie_margin(self) -> float:
+        e5 = self._encoders is not None and self._encoders.encoder_name(CheckKind.PAIRWISE) == EncoderName.E5
+        return E5_TIE_MARGIN if self.rule is BaselineRule.SEMANTIC and e5 else TIE_MARGIN
 
     def _threshold(self, kind: CheckKind) -> float:
         encoder = self._encoders.encoder_name(kind) if self._encoders else None
@@ -149,7 +163,7 @@ class BaselineJudge:
             return Verdict(score=float(score), rationale=f"{self.rule} score {score}/10", **common)
         if kind is CheckKind.PAIRWISE:
             a, b = (self._preference_score(answer, check) for answer in (check.subject_text, check.target_text))
-            label = Label.TIE if abs(a - b) < 0.05 else (Label.A if a > b else Label.B)
+            label = Label.TIE if abs(a - b) < self._tie_margin() or a == b else (Label.A if a > b else Label.B)
             return Verdict(label=label, rationale=f"A {a:.2f} vs B {b:.2f}", **common)
         if kind in (CheckKind.ELEMENT_IN_CONTEXT, CheckKind.ELEMENT_IN_ANSWER):
             element = bare_yes_no(check.subject_text)
@@ -204,12 +218,12 @@ RoleEmbed = Callable[[list[str], TextRole], np.ndarray]
 
 
 def best_sentence_cosine(embed: Embed | RoleEmbed, subject: str, target: str,
-                         roles: tuple[TextRole, TextRole] | None = None, keep: int | None = None) -> float:
+                         roles: tuple[TextRole, TextRole] | None = None, *, windowed: bool = False) -> float:
     """The semantic rule's similarity: the cosine of the subject with the best single sentence of the target, not
     the whole target: an element stated in the fifth chunk of a long context must not be diluted by (or cut off
     with) the other chunks. With `roles`, `embed` takes (texts, role) and the subject and the sentences are
-    embedded in their roles; with `keep`, only the `keep` sentences of the highest token F1 are embedded."""
-    windows = Sentences.of(subject, target).nearest(keep) if keep else (sentences(target) or [target])
+    embedded in their roles. `windowed`: the best of the target's windows (passage_windows) instead."""
+    windows = passage_windows(subject, target) if windowed else (sentences(target) or [target])
     if roles is None:
         vectors = np.asarray(embed([subject, *windows]), dtype=np.float64)  # type: ignore[call-arg]
     elif roles[0] is roles[1]:
@@ -222,6 +236,28 @@ def best_sentence_cosine(embed: Embed | RoleEmbed, subject: str, target: str,
         return 0.0
     cosines = vectors[1:] @ vectors[0] / np.maximum(norms[1:] * norms[0], 1e-12)
     return float(cosines.max())
+
+
+def passage_windows(subject: str, target: str, keep: int = EMBEDDED_SENTENCES,
+                    words: int = WINDOW_WORDS) -> list[str]:
+    """The target's `keep` sentences of the highest token F1 with the subject, in the target's order, joined into
+    runs of consecutive kept sentences of at most `words` words (a longer sentence is a window alone)."""
+    found = Sentences.of(subject, target)
+    kept = set(found.nearest_indices(keep))
+    windows: list[list[str]] = []
+    size, previous = 0, -2
+    for index, text in enumerate(found.texts):
+        if index not in kept:
+            continue
+        length = len(text.split())
+        if windows and previous == index - 1 and size + length <= words:
+            windows[-1].append(text)
+            size += length
+        else:
+            windows.append([text])
+            size = length
+        previous = index
+    return [" ".join(window) for window in windows]
 
 
 @dataclass(frozen=True)
@@ -241,10 +277,12 @@ class Sentences:
 
     def nearest(self, n: int = EMBEDDED_SENTENCES) -> list[str]:
         """The `n` sentences of the highest F1, in the target's order (a stable sort: ties keep it too)."""
+        return [self.texts[i] for i in self.nearest_indices(n)]
+
+    def nearest_indices(self, n: int = EMBEDDED_SENTENCES) -> list[int]:
         if len(self.texts) <= n:
-            return list(self.texts)
-        kept = sorted(sorted(range(len(self.texts)), key=lambda i: -self.f1[i])[:n])
-        return [self.texts[i] for i in kept]
+            return list(range(len(self.texts)))
+        return sorted(sorted(range(len(self.texts)), key=lambda i: -self.f1[i])[:n])
 
 
 def content_f1(prediction: str, reference: str) -> float:
