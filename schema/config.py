@@ -215,8 +215,14 @@ class JudgeSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _default_encoder(cls, data: Any) -> Any:
-        """A semantic judge without an encoder embeds with the default one."""
-        if isinstance(data, dict) and data.get("model") == BaselineModel.SEMANTIC and data.get("encoder") is None:
+        """A semantic judge without an encoder embeds with the default one; `semantic+ENCODER` (as its id reads, e.g.
+        `--judge semantic+e5`) names the encoder."""
+        if not isinstance(data, dict):
+            return data
+        model = data.get("model")
+        if isinstance(model, str) and model.startswith(f"{BaselineModel.SEMANTIC}+") and data.get("encoder") is None:
+            data = {**data, "model": str(BaselineModel.SEMANTIC), "encoder": model.partition("+")[2]}
+        if data.get("model") == BaselineModel.SEMANTIC and data.get("encoder") is None:
             return {**data, "encoder": DEFAULT_ENCODER}
         return data
 

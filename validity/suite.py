@@ -159,7 +159,10 @@ def _stacked_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled
     """Per stacked model of the learned judge and offline rule judge of the call: kappa here of both on the checks
     both decided, beside the model's cross-validated kappa where it was fit."""
     learned = [j for j in judges if isinstance(j, LearnedJudge)]
-    offline = [j for j in judges if isinstance(j, BaselineJudge)]
+    # An offline judge the profile also gives a threshold is measured by its own labels (its inner judge's, which
+    # the suite judges too), as the judge the stacked model must beat: wrapped, it was left out, and so was the row.
+    offline = [inner for j in judges if isinstance(inner := j.inner if isinstance(j, CalibratedJudge) else j,
+                                                   BaselineJudge)]
     rows = []
     for judge, model, base in itertools.product(learned, profile.stacked, offline):
         reference = model.labels if model.labels in references else references[0]

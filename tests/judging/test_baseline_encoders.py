@@ -35,6 +35,12 @@ def test_the_config_encoder_goes_to_semantic_judges_that_name_none_and_only_they
         parse_config({"judges": [{"model": "semantic", "encoder": "word2vec"}]})
 
 
+def test_a_judge_option_names_the_encoder_as_the_id_reads() -> None:
+    assert JudgeSpec(model="semantic+e5").encoder == "e5" and JudgeSpec(model="semantic+e5").judge_id == "semantic+e5"
+    assert JudgeSpec(model="semantic+minilm").judge_id == "semantic"
+    assert JudgeSpec(model="semantic+e5+minilm").encoder == "e5+minilm"
+
+
 def test_a_stored_run_without_an_encoder_is_read_as_the_minilm_it_ran_with() -> None:
     stored = EvalConfig.of_stored_run({"judges": [{"model": "semantic"}]})
     assert stored.judges[0].encoder == "minilm" and stored.judges[0].judge_id == "semantic"
