@@ -143,8 +143,9 @@ def calibrate_command(
     suite: Annotated[Suite | None, typer.Option(help="the validity suite: a public human-labelled set in its "
                                                     "published format, given with --file: ragchecker "
                                                     "(human_labeled_data.json), wice (entailment_retrieval/claim "
-                                                    "*.jsonl), hotpotqa (distractor, IRCoT format)")] = None,
-    file: Annotated[Path | None, typer.Option(help="with --suite: the set's file")] = None,
+                                                    "*.jsonl), hotpotqa (distractor, IRCoT format), xquad (SQuAD "
+                                                    "format: a folder of xquad.LANG.json, or one)")] = None,
+    file: Annotated[Path | None, typer.Option(help="with --suite: the set's file (xquad: or its folder)")] = None,
     baseline_file: Annotated[list[Path] | None, typer.Option(help="repeatable, with --suite ragchecker: "
                                                                     "RAGChecker's baseline_*.json (their "
                                                                     "evaluators' scores on the same instances), "
@@ -344,7 +345,7 @@ def _refit(store: RecordStore, human: list[HumanLabel], run_id: str | None, judg
         run = store.get_run(run_id)
         if run is None:
             _fail(f"no run '{run_id}' in the store")
-        models = {spec.judge_id: spec.model for spec in EvalConfig.model_validate(run.config).judges
+        models = {spec.judge_id: spec.model for spec in EvalConfig.of_stored_run(run.config).judges
                   if not judge or spec.judge_id in judge}
         thresholds, refused = fit_stored_thresholds(store, labelled, models, objective, folds=folds, seed=seed)
         for threshold in thresholds:
@@ -370,6 +371,7 @@ def _refit(store: RecordStore, human: list[HumanLabel], run_id: str | None, judg
 _FIT_ON = {"strict": WICE_STRICT, "lenient": WICE_LENIENT}
 # What the suite's progress counts (validity.suite.SuiteProgress)
 _JUDGED = {Suite.WICE: "judging WiCE claims", Suite.HOTPOTQA: "judging HotpotQA questions",
+           Suite.XQUAD: "judging XQuAD questions (all languages)",
            Suite.RAGCHECKER: "judging RAGChecker pairs (pairwise verdicts asked; stored ones are reused)"}
 
 

@@ -53,7 +53,7 @@ def export_elements(
         run = store.get_run(run_id)
         if run is None:
             _fail(f"no run '{run_id}' in {workspace.store_path}")
-        config = EvalConfig.model_validate(run.config)
+        config = EvalConfig.of_stored_run(run.config)
         lines = export_lines(store, Models(config, store).decomposer(), store.get_samples(run_id))
     write_lines(lines, out)
     missing = sum(1 for line in lines if not line.elements)

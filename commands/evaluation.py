@@ -32,7 +32,7 @@ from ragcourt.runs.rescore import aweigh_run
 from ragcourt.runs.runner import ResumePlan, RunLockedError, Runner, SamplesChangedError
 from ragcourt.runs.workspace import DEFAULT_HOME, Workspace
 from ragcourt.schema import Chunk, Sample, SampleDiagnostics, SampleStatus
-from ragcourt.schema.config import ConfigError, EvalConfig, Reconcile, ReviewMode
+from ragcourt.schema.config import LEGACY_ENCODER, ConfigError, EvalConfig, Reconcile, ReviewMode
 from ragcourt.stores.records import RecordStore
 from ragcourt.systems import Precomputed, RAGSystem, ReferenceRAG
 from ragcourt.validity.profile import profile_notes
@@ -73,11 +73,18 @@ def build_system(kind: str, workspace: Workspace, models: Models, collection: st
                         retriever=models.config.reference_retriever)
 
 
-def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk]) -> float:
-    """Index chunks unless the collection already holds them; returns seconds spent."""
-    vectors = workspace.open_vectors()
-    if vectors.has_collection(collection) and vectors.count(collection) >= len(chunks):
-        return 0.0
+def index_chunks(workspace: Workspace, collection: str, chunks: Sequence[Chunk],
+                 encoder: str = LEGACY_ENCODER) -> float:
+    """Index chunks with `encoder` unless the collection already holds them; returns seconds spent. A collection
+    indexed with another encoder is refused (ValueError): its vectors and the new ones would not compare."""
+    vectors = workspace.open_vectors(encoder)
+    if vectors.has_collection(collection):
+        found = vectors.encoder_of(collection)
+        if found is not None and found != encoder:
+            raise ValueError(f"collection '{collection}' was indexed with the {found} encoder, not {encoder}: index "
+                             "into another --collection (or keep its encoder)")
+        if vectors.count(collection) >= len(chunks):
+            return 0.0
     started = time.perf_counter()
     with track_progress(f"indexing {collection} (chunks)", total=len(chunks)) as progress:
         for start in range(0, len(chunks), 128):

@@ -17,11 +17,20 @@ from ragcourt.commands.judge_help import judge_help
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, Home, StrictOption, console, fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
-from ragcourt.metrics.text import has_cjk
+from ragcourt.metrics.text import has_non_latin_script
 from ragcourt.runs.models import Models, check_model_specs
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
 from ragcourt.schema import Sample
-from ragcourt.schema.config import ConfigError, EvalConfig, Method, Reconcile, load_config
+from ragcourt.schema.config import (
+    LEGACY_ENCODER,
+    BaselineModel,
+    ConfigError,
+    EvalConfig,
+    Method,
+    Reconcile,
+    load_config,
+)
+from ragcourt.stores.encoders import EncoderChoice, EncoderName
 from ragcourt.systems import Precomputed, RAGSystem
 
 
@@ -137,7 +146,8 @@ def run(
         workspace.run_dir(run_id)
     except ValueError as error:
         fail(str(error))
-    _warn_about_english_only_embeddings(samples, config, system == "reference")
+    corpus_encoder = workspace.open_vectors().encoder_of(collection) if system == "reference" else None
+    _warn_about_english_only_embeddings(samples, config, corpus_encoder)
     from ragcourt.observability.telemetry import Telemetry, TelemetryUnavailableError
 
     try:
@@ -201,16 +211,29 @@ def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | 
     raise AssertionError("unreachable")
 
 
-def _warn_about_english_only_embeddings(samples: Sequence[Sample], config: EvalConfig, reference: bool) -> None:
-    """The offline MiniLM is English-only: on CJK questions its retrieval and the semantic judge are near random,
-    and nothing else would say so (a Chinese walkthrough got confident wrong verdicts, unanimous with lexical)."""
-    users = [*(["the semantic judge"] if any(j.model == "semantic" for j in config.judges) else []),
-             *(["the reference system's retrieval"] if reference else [])]
-    cjk = sum(has_cjk(s.question) for s in samples)
-    if users and cjk * 10 >= len(samples):
-        console.print(f"[yellow]warning:[/yellow] {cjk} of {len(samples)} questions are in Chinese or Japanese; the "
-                      f"offline embedding (all-MiniLM-L6-v2) is English-only, so {' and '.join(users)} are close to "
-                      "random on them: use LLM judges (and your own retriever) for such data")
+def _warn_about_english_only_embeddings(samples: Sequence[Sample], config: EvalConfig,
+                                        corpus_encoder: str | None) -> None:
+    """MiniLM is English-only: on questions in another script its retrieval and the semantic judge's checks are near
+    random, and nothing else would say so (a Chinese walkthrough got confident wrong verdicts, unanimous with
+    lexical). e5 is multilingual, and an endpoint's model is the user's: neither is warned about."""
+    users = [*dict.fromkeys(user for spec in config.judges if spec.model == BaselineModel.SEMANTIC
+                            if (user := _minilm_part(EncoderChoice.parse(spec.encoder or LEGACY_ENCODER)))),
+             *(["the reference system's retrieval"] if corpus_encoder == EncoderName.MINILM else [])]
+    foreign = sum(has_non_latin_script(s.question) for s in samples)
+    if users and foreign * 10 >= len(samples):
+        console.print(f"[yellow]warning:[/yellow] {foreign} of {len(samples)} questions are in Chinese, Japanese or "
+                      f"another non-Latin script; the offline MiniLM embedding (all-MiniLM-L6-v2) is English-only, so "
+                      f"{' and '.join(users)} are close to random on them: set `encoder: e5` (multilingual) in the "
+                      "config and index with `ragcourt index --encoder e5`, or use LLM judges")
+
+
+def _minilm_part(choice: EncoderChoice) -> str | None:
+    """What of a semantic judge embeds with MiniLM, for the warning."""
+    if choice.relevance == choice.entailment == EncoderName.MINILM:
+        return "the semantic judge"
+    if choice.entailment == EncoderName.MINILM:
+        return "the semantic judge's claim and element checks"
+    return "the semantic judge's relevance checks" if choice.relevance == EncoderName.MINILM else None
 
 
 def register(app: typer.Typer) -> None:

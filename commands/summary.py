@@ -55,7 +55,7 @@ def summary(
                              f"({', '.join(run.rerun_sample_ids) or 'none'}), every other row copied from it"))
     figures = summarize(store, run_id)
     print_summary(figures)
-    config = EvalConfig.model_validate(run.config)
+    config = EvalConfig.of_stored_run(run.config)
     weighted = config.reconcile is Reconcile.WEIGHTED
     if jury or weighted or figures.n_pending:
         try:  # a calibrated run's judges are known by its profile's ids: the profile file must still be readable

@@ -50,6 +50,12 @@ def print_suite(report: SuiteReport) -> None:
         console.print(escape("labels: " + "; ".join(notes)))
     for kind in report.kinds:
         print_kind(kind)
+    if report.top1:
+        print_table(Table(title="top-1 accuracy: the answer's paragraph has the highest P(yes) of its article's "
+                                "(ties share the credit)"),
+                    ["set", "rater", "questions", "top-1"],
+                    [[r.title, r.rater, str(r.n), "n/a" if r.accuracy is None else f"{r.accuracy:.3f}"]
+                     for r in report.top1])
     if report.meta_eval:
         print_table(Table(title="RAGChecker meta_eval: correlation with both annotators' labels pooled "
                                 "(meta_eval prints them x100)"),

@@ -6,6 +6,8 @@
 - HotpotQA distractor in the IRCoT processed format: a question a line with its ten `contexts`, the two gold
   ones `is_supporting`. `load_hotpotqa_paragraphs` (data.loaders.load_hotpotqa keeps only the gold
   paragraphs per question; the suite needs every paragraph with its label).
+- XQuAD (Artetxe et al. 2020), SQuAD v1.1 format, one file per language (`xquad.LANG.json`): each question is
+  relevant to the paragraph that holds its answer and not to the other paragraphs of its article. `load_xquad`.
 - RAGChecker meta-evaluation: `human_labeled_data.json` is read by data.loaders.load_ragchecker_pairs; its
   `baseline_*.json` files (the scores of RAGChecker, RAGAS, TruLens, ARES, CRUD-RAG on the same instances:
   each instance's model1 / model2 carry an object named after the evaluator, metric -> score, NaN allowed)
@@ -18,12 +20,13 @@ ignored: the published files carry more than the suite reads.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from ragcourt.data.loaders import DatasetError, DatasetErrors, read_json_array_models, read_jsonl_models
 
@@ -144,6 +147,78 @@ def load_hotpotqa_paragraphs(path: Path) -> tuple[HotpotItem, ...]:
         return None
 
     return tuple(HotpotItem(line, q) for line, q in read_jsonl_models(Path(path), HotpotQuestion, check))
+
+
+# --------------------------------------------------------------------------- XQuAD (SQuAD format)
+
+
+class SquadQuestion(_Published):
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+
+
+class SquadParagraph(_Published):
+    context: str = Field(min_length=1)
+    qas: list[SquadQuestion]
+
+
+class SquadArticle(_Published):
+    title: str
+    paragraphs: list[SquadParagraph] = Field(min_length=2)
+
+
+class _SquadFile(_Published):
+    data: list[SquadArticle] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class XquadLanguage:
+    """One language's file: its code (from `xquad.LANG.json`, else the file's stem) and its articles."""
+
+    language: str
+    file: str
+    articles: tuple[SquadArticle, ...]
+
+
+def load_xquad(path: Path) -> tuple[XquadLanguage, ...]:
+    """The languages of an XQuAD folder (every `xquad.*.json` in it, by language code) or of one file. A file must
+    be SQuAD's `{"data": [{title, paragraphs: [{context, qas: [{id, question}]}]}]}` with at least two paragraphs an
+    article (the others are a question's distractors); question ids are unique within a file."""
+    path = Path(path)
+    files = sorted(path.glob("xquad.*.json")) if path.is_dir() else [path]
+    if not files:
+        raise DatasetErrors([DatasetError(path, "no xquad.LANG.json file in this folder")])
+    return tuple(_xquad_file(file) for file in files)
+
+
+def _xquad_file(path: Path) -> XquadLanguage:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DatasetErrors([DatasetError(path, f"not a UTF-8 JSON document: {error}")]) from None
+    try:
+        parsed = _SquadFile.model_validate(document)
+    except ValidationError as error:
+        raise DatasetErrors([DatasetError(path, problem["msg"], field=_field_path(problem["loc"]))
+                             for problem in error.errors()]) from None
+    seen: dict[str, str] = {}
+    problems = []
+    for a, article in enumerate(parsed.data):
+        for p, paragraph in enumerate(article.paragraphs):
+            for q, question in enumerate(paragraph.qas):
+                where = f"data[{a}].paragraphs[{p}].qas[{q}].id"
+                if question.id in seen:
+                    problems.append(DatasetError(path, f"duplicate question id '{question.id}' (first at "
+                                                       f"{seen[question.id]})", field=where))
+                seen.setdefault(question.id, where)
+    if problems:
+        raise DatasetErrors(problems)
+    language = path.name.split(".")[1] if path.name.count(".") == 2 else path.stem
+    return XquadLanguage(language, str(path), tuple(parsed.data))
+
+
+def _field_path(location: tuple[int | str, ...]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in location).lstrip(".")
 
 
 # --------------------------------------------------------------------------- RAGChecker baselines

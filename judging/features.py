@@ -19,18 +19,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragcourt.judging.baseline import Embed, content_f1
-from ragcourt.metrics.text import content_tokens, numbers, overlap, sentences, tokens
-
-if TYPE_CHECKING:
-    from ragcourt.stores.embeddings import EmbeddingCache
+from ragcourt.judging.baseline import EMBEDDED_SENTENCES, Embed, Sentences
+from ragcourt.metrics.text import content_tokens, numbers, overlap, tokens
+from ragcourt.stores.encoders import EmbeddingCache
 
 FEATURES_VERSION = 2  # 2: the cosines over the EMBEDDED_SENTENCES nearest sentences
-EMBEDDED_SENTENCES = 32
+__all__ = ["EMBEDDED_SENTENCES", "FEATURES", "FEATURES_VERSION", "Feature", "FeatureExtractor", "Sentences",
+           "lexical_features"]
 
 
 class Feature(StrEnum):
@@ -82,29 +80,6 @@ def _negates(text: str) -> bool:
     return any(word in _NEGATIONS for word in tokens(text))
 
 
-@dataclass(frozen=True)
-class Sentences:
-    """The target's sentences (the whole target when it has none) and each one's token F1 with the subject."""
-
-    texts: tuple[str, ...]
-    f1: tuple[float, ...]
-
-    @classmethod
-    def of(cls, subject: str, target: str) -> Sentences:
-        texts = tuple(sentences(target) or [target])
-        return cls(texts, tuple(content_f1(subject, text) for text in texts))
-
-    def best(self) -> str:
-        return self.texts[max(range(len(self.texts)), key=self.f1.__getitem__)]
-
-    def nearest(self, n: int = EMBEDDED_SENTENCES) -> list[str]:
-        """The `n` sentences of the highest F1, in the target's order (a stable sort: ties keep it too)."""
-        if len(self.texts) <= n:
-            return list(self.texts)
-        kept = sorted(sorted(range(len(self.texts)), key=lambda i: -self.f1[i])[:n])
-        return [self.texts[i] for i in kept]
-
-
 def lexical_features(subject: str, target: str, found: Sentences | None = None) -> dict[Feature, float]:
     """The features that need no embedding (`found`: the target's Sentences, when already split)."""
     target_words = tokens(target)
@@ -131,9 +106,6 @@ class FeatureExtractor:
     _cached: EmbeddingCache = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        # Here, not at the top: stores.embeddings imports chromadb, which `ragcourt.judging` must not load.
-        from ragcourt.stores.embeddings import EmbeddingCache
-
         self._cached = EmbeddingCache(self.embed)
 
     def values(self, subject: str, target: str) -> dict[Feature, float]:

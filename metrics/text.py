@@ -31,6 +31,16 @@ def has_cjk(text: str) -> bool:
     return _CJK_SEARCH.search(text) is not None
 
 
+# Scripts an English-only encoder has (next to) no word pieces for: Greek, Cyrillic, Hebrew, Arabic, Devanagari,
+# Bengali, Thai, Hangul, and CJK. A Latin-script language (German, Spanish) cannot be told from English this cheaply.
+_NON_LATIN_SEARCH = re.compile(r"[\u0370-\u03ff\u0400-\u04ff\u0590-\u05ff\u0600-\u06ff\u0900-\u09ff\u0e00-\u0e7f"
+                               r"\u1100-\u11ff\uac00-\ud7af\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def has_non_latin_script(text: str) -> bool:
+    return _NON_LATIN_SEARCH.search(text) is not None
+
+
 def content_tokens(text: str) -> set[str]:
     return {token for token in tokens(text) if token not in STOPWORDS}
 

@@ -325,7 +325,7 @@ def collect(store: RecordStore, run_id: str, prices: PriceTable | None = None, *
     tallies = store.verdict_tallies(run_id)
     chosen = drill_down_ids(rows, drill_down)
     summary = summarize(store, run_id, tallies, read)
-    config = EvalConfig.model_validate(run.config)
+    config = EvalConfig.of_stored_run(run.config)
     return ReportData(
         run=run, config=config, summary=summary,
         judges=tuple(usage_of_tallies(tallies, prices)), rows=rows,

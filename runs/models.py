@@ -31,8 +31,9 @@ from ragcourt.llm.probe import (
 from ragcourt.llm.spec import SPEC_EXAMPLES, BundledModel, ModelSpec, Provider, did_you_mean
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.nodes.state import EvalContext
-from ragcourt.schema.config import NO_LLM_MODELS, BaselineModel, ConfigError, EvalConfig
+from ragcourt.schema.config import LEGACY_ENCODER, NO_LLM_MODELS, BaselineModel, ConfigError, EvalConfig
 from ragcourt.stores.embeddings import MiniLMEmbedding
+from ragcourt.stores.encoders import EncoderChoice
 from ragcourt.stores.records import RecordStore
 from ragcourt.stores.vectors import VectorStore
 from ragcourt.systems import ConfidenceProbe, ExtractiveGenerator, Generator, LLMGenerator, RAGSystem
@@ -195,8 +196,11 @@ class Models:
         for index, spec in enumerate(self.config.judges):
             if spec.model == BaselineModel.LEARNED:
                 out.append(learned_judge(self.config, index, profile, self.embed))
-            elif spec.model in (BaselineRule.LEXICAL, BaselineRule.SEMANTIC):
-                out.append(BaselineJudge(BaselineRule(spec.model), embed=self.embed, name=spec.id))
+            elif spec.model == BaselineRule.LEXICAL:
+                out.append(BaselineJudge(BaselineRule.LEXICAL, name=spec.id))
+            elif spec.model == BaselineRule.SEMANTIC:
+                out.append(BaselineJudge(BaselineRule.SEMANTIC, encoder=EncoderChoice.parse(spec.encoder or LEGACY_ENCODER),
+                                         name=spec.judge_id))
             else:
                 client = self.client(spec.model, "judge", logprobs=spec.logprobs)
                 # Repeated CuBE scorings sample; every other call of the judge stays at temperature 0.

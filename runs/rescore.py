@@ -88,7 +88,7 @@ def replay_context(store: RecordStore, run_id: str) -> EvalContext:
     run = store.get_run(run_id)
     if run is None:
         raise LookupError(f"no run '{run_id}' in the store")
-    config = EvalConfig.model_validate(run.config)
+    config = EvalConfig.of_stored_run(run.config)
     context = eval_context(config, ReplaySystem(run.system), store, Models(config, store), None, None)
     context.judges = [ReplayJudge(judge.judge_id, store) for judge in context.judges]
     context.decomposer = ReplayDecomposer(context.decomposer)

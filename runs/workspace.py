@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragcourt.schema import Sample, content_id
-from ragcourt.schema.config import EvalConfig
+from ragcourt.schema.config import LEGACY_ENCODER, EvalConfig
 from ragcourt.stores.dialect import is_postgres_url, shown_location
 from ragcourt.stores.records import RecordStore
 
@@ -47,6 +47,9 @@ def derived_run_id(config: EvalConfig, samples: Sequence[Sample], system: str, d
     an edited dataset is another run (its figures are never shown as those of the old text). Where spans go
     (telemetry) changes no figure: it is left out."""
     settings = config.model_dump(mode="json", exclude={"telemetry"})
+    # MiniLM is what every semantic judge embedded with before the encoder was a choice: the same id as then.
+    settings["judges"] = [{k: v for k, v in judge.items() if (k, v) != ("encoder", LEGACY_ENCODER)}
+                          for judge in settings["judges"]]
     return f"run-{content_id(settings, [s.content_hash for s in samples], system)[:digits]}"
 
 
@@ -126,20 +129,22 @@ class Workspace:
             kept.write_text(url + "\n", encoding="utf-8")
         return store
 
-    def open_vectors(self) -> VectorStore:
+    def open_vectors(self, encoder: str = LEGACY_ENCODER) -> VectorStore:
+        """The workspace's chromadb: existing collections with the encoder they were indexed with, new ones with
+        `encoder` (`minilm`, `e5`, `openai:MODEL@URL`)."""
         # Imported here: chromadb and onnxruntime cost a second of start-up that commands reading only the
         # record store (summary, report, review) need not pay.
-        from ragcourt.stores.embeddings import MiniLMEmbedding
+        from ragcourt.stores.embeddings import corpus_embedding
         from ragcourt.stores.vectors import VectorStore
 
         url = self.chroma_url
         if url is None:
-            return VectorStore.persistent(self.chroma_path, MiniLMEmbedding())
+            return VectorStore.persistent(self.chroma_path, corpus_embedding(encoder))
         self.home.mkdir(parents=True, exist_ok=True)
         kept = self.home / CHROMA_URL_FILE
         if not kept.is_file() or kept.read_text(encoding="utf-8").strip() != url:
             kept.write_text(url + "\n", encoding="utf-8")
-        return VectorStore.http(*chroma_address(url), MiniLMEmbedding())
+        return VectorStore.http(*chroma_address(url), corpus_embedding(encoder))
 
 
 def chroma_address(url: str) -> tuple[str, int]:

@@ -150,6 +150,21 @@ class BaselineModel(StrEnum):
 
 NO_LLM_MODELS = frozenset(BaselineModel)  # never parsed as model specs, never priced, never checked for a server
 
+# The encoders of the semantic judge and the corpus (stores.encoders parses them): `minilm`, `e5`,
+# `openai:MODEL@URL`, or `RELEVANCE+ENTAILMENT` of the two built-in ones.
+ENCODER_PATTERN = r"^((minilm|e5)(\+(minilm|e5))?|openai:[^@\s]+@https?://\S+)$"
+# The offline default: e5 for relevance and pairs, MiniLM for entailment (where e5 measured no better).
+DEFAULT_ENCODER = "e5+minilm"
+# What a semantic judge stored without an encoder ran with: every run before the choice existed.
+LEGACY_ENCODER = "minilm"
+
+
+def encoder_suffix(encoder: str | None) -> str:
+    """What a semantic judge's id adds for its encoder: nothing for MiniLM (the id its verdicts were always stored
+    under), else `+ENCODER` (`semantic+e5`, `semantic+e5+minilm`): verdicts are reused by judge id, so one
+    encoder's never serve another's."""
+    return "" if encoder in (None, LEGACY_ENCODER) else f"+{encoder}"
+
 
 BUILTIN_DIMENSIONS = ("relevance", "specificity", "completeness", "quality")  # seed 000's four
 
@@ -176,6 +191,15 @@ class JudgeSpec(_Strict):
         description="the sampling temperature of the repeated dimension scorings when repeats > 1 (at 0 a model "
         "repeats its first score, and the mean would be that score); every other call of the judge stays at 0",
     )
+    # A run id leaves MiniLM's out (runs.workspace.derived_run_id), so an id derived before the key existed (every
+    # semantic judge then embedded with MiniLM) stays the same; a stored run without it is read as MiniLM's.
+    encoder: str | None = Field(
+        default=None, pattern=ENCODER_PATTERN, exclude_if=lambda encoder: encoder is None,
+        description=f"the semantic judge's encoder: 'minilm' (English-only), 'e5' (multilingual), "
+        f"'openai:MODEL@URL' (an OpenAI-compatible embeddings endpoint), or '{DEFAULT_ENCODER}' (the default: e5 "
+        "for relevance and pairs, MiniLM for claims and elements against evidence); the config's 'encoder' "
+        "otherwise",
+    )
 
     @property
     def judge_id(self) -> str:
@@ -186,7 +210,21 @@ class JudgeSpec(_Strict):
             return self.id
         options = [] if self.protocol is DimensionProtocol.REASONED else [f"+{self.protocol}"]
         options += [f"+x{self.repeats}+t{self.repeat_temperature:g}"] if self.repeats > 1 else []
-        return self.model + "".join(options)
+        return self.model + "".join(options) + encoder_suffix(self.encoder)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_encoder(cls, data: Any) -> Any:
+        """A semantic judge without an encoder embeds with the default one; `semantic+ENCODER` (as its id reads, e.g.
+        `--judge semantic+e5`) names the encoder."""
+        if not isinstance(data, dict):
+            return data
+        model = data.get("model")
+        if isinstance(model, str) and model.startswith(f"{BaselineModel.SEMANTIC}+") and data.get("encoder") is None:
+            data = {**data, "model": str(BaselineModel.SEMANTIC), "encoder": model.partition("+")[2]}
+        if data.get("model") == BaselineModel.SEMANTIC and data.get("encoder") is None:
+            return {**data, "encoder": DEFAULT_ENCODER}
+        return data
 
     @model_validator(mode="after")
     def _options_need_a_model(self) -> JudgeSpec:
@@ -195,6 +233,8 @@ class JudgeSpec(_Strict):
         if changed and self.model in NO_LLM_MODELS:
             raise ValueError(f"{', '.join(changed)}: '{self.model}' is a rule, not a model; these options are a "
                              "model judge's (a rule gives the same score every time)")
+        if self.encoder is not None and self.model != BaselineModel.SEMANTIC:
+            raise ValueError(f"encoder: only the semantic judge embeds with a chosen encoder, not '{self.model}'")
         return self
 
 
@@ -282,6 +322,14 @@ class TelemetrySpec(_Strict):
 
 class EvalConfig(_Strict):
     judges: tuple[JudgeSpec, ...] = Field(default=(JudgeSpec(model="lexical"),), min_length=1)
+    # Never dumped: it is in the semantic judges it is given to (their ids and dumps name it), and a corpus keeps
+    # the encoder it was indexed with (`ragcourt index --config`).
+    encoder: str | None = Field(
+        default=None, exclude=True, pattern=ENCODER_PATTERN,
+        description="the offline encoder of semantic judges that name none, and of `ragcourt index --config`: "
+        f"'minilm', 'e5', 'openai:MODEL@URL' or '{DEFAULT_ENCODER}'; unset: '{DEFAULT_ENCODER}' for the judges, "
+        "'minilm' for the corpus",
+    )
     decomposer: str = Field(default="sentences", description="'sentences' (no LLM) or a model spec")
     answerer: str = Field(default="extractive", description="'extractive' (no LLM) or a model spec")
     bounds_generator: str | None = Field(
@@ -384,6 +432,16 @@ class EvalConfig(_Strict):
 
     @model_validator(mode="before")
     @classmethod
+    def _judges_encoder(cls, data: Any) -> Any:
+        """The config's `encoder` for each semantic judge that names none."""
+        if not isinstance(data, dict) or data.get("encoder") is None or not isinstance(data.get("judges"), list | tuple):
+            return data
+        judges = [{**j, "encoder": j.get("encoder") or data["encoder"]}
+                  if isinstance(j, dict) and j.get("model") == BaselineModel.SEMANTIC else j for j in data["judges"]]
+        return {**data, "judges": judges}
+
+    @model_validator(mode="before")
+    @classmethod
     def _method_needs(cls, data: Any) -> Any:
         """CuBE needs the closed-book and oracle answer sets; CUE-R needs perturbations and the
         closed-book control. Asking for the method brings them unless the config sets them itself."""
@@ -443,6 +501,10 @@ class EvalConfig(_Strict):
         methods = data.get("methods") or ()
         if "retriever" not in data and isinstance(methods, list | tuple) and Method.CUER in methods:
             data = {**data, "retriever": Retriever.DENSE}
+        judges = data.get("judges")
+        if isinstance(judges, list | tuple):  # a semantic judge stored without an encoder embedded with MiniLM
+            data = {**data, "judges": [{**j, "encoder": LEGACY_ENCODER} if isinstance(j, dict) and j.get("model") ==
+                                       BaselineModel.SEMANTIC and not j.get("encoder") else j for j in judges]}
         return cls.model_validate(data)
 
     @property
@@ -453,7 +515,7 @@ class EvalConfig(_Strict):
 
     def with_overrides(self, **changes: Any) -> EvalConfig:
         """A validated copy with `changes` applied; a bad value raises ConfigError naming its key."""
-        return parse_config({**self.model_dump(), "store": self.store, "chroma": self.chroma,
+        return parse_config({**self.model_dump(), "store": self.store, "chroma": self.chroma, "encoder": self.encoder,
                              "fail_under": self.fail_under, **changes}, "overrides")  # never dumped
 
 

@@ -4,7 +4,9 @@
   read-back aggregates are in `queries` (`VerdictTally`, `MetricTotals`, `SampleCheckCounts`), the LLM cache
   in `record_cache`, what the two backends spell differently in `dialect` (`SQLiteDialect`, `PostgresDialect`).
 - `vectors`: `VectorStore`, the corpus in chromadb.
-- `embeddings`: offline embedding functions (`MiniLMEmbedding`, `HashingEmbedding`).
+- `encoders`: text encoders behind one protocol (`MiniLMEncoder`, `E5Encoder`, `OpenAIEncoder`), chosen per check
+  kind (`EncoderChoice`); `embeddings`: their chromadb functions (`MiniLMEmbedding`, `E5Embedding`,
+  `OpenAIEmbedding`) and `HashingEmbedding` for tests.
 - `group_commit`: async writes that share transactions (`GroupCommit`).
 - `checkpoints`: LangGraph checkpointers over SQLite or PostgreSQL that know ragcourt's records.
 

@@ -10,7 +10,16 @@ from .checkpoints import (
     sqlite_saver,
 )
 from .dialect import Dialect, PostgresDialect, SQLiteDialect, dialect_for, is_postgres_url
-from .embeddings import EmbeddingKind, HashingEmbedding, MiniLMEmbedding, make_embedding
+from .embeddings import (
+    E5Embedding,
+    EmbeddingKind,
+    HashingEmbedding,
+    MiniLMEmbedding,
+    OpenAIEmbedding,
+    corpus_embedding,
+    make_embedding,
+)
+from .encoders import E5Encoder, Encoder, EncoderChoice, EncoderError, MiniLMEncoder, OpenAIEncoder, TextRole
 from .group_commit import GroupCommit, Statement
 from .queries import MetricTotals, SampleCheckCounts, VerdictTally
 from .record_cache import CacheEntry
@@ -21,11 +30,19 @@ __all__ = [
     "CacheEntry",
     "CollectionNotFoundError",
     "Dialect",
+    "E5Embedding",
+    "E5Encoder",
     "EmbeddingKind",
+    "Encoder",
+    "EncoderChoice",
+    "EncoderError",
     "GroupCommit",
     "HashingEmbedding",
     "MetricTotals",
     "MiniLMEmbedding",
+    "MiniLMEncoder",
+    "OpenAIEmbedding",
+    "OpenAIEncoder",
     "PostgresDialect",
     "RecordStore",
     "SQLiteDialect",
@@ -33,11 +50,13 @@ __all__ = [
     "Statement",
     "StoreUnavailableError",
     "StoreVersionError",
+    "TextRole",
     "VectorStore",
     "VerdictTally",
     "async_postgres_saver",
     "async_saver",
     "async_sqlite_saver",
+    "corpus_embedding",
     "dialect_for",
     "is_postgres_url",
     "make_embedding",

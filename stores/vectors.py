@@ -93,10 +93,10 @@ class VectorStore:
         if name in self._collections:
             return self._collections[name]
         if self.has_collection(name):
-            if self._embedding is None:
-                # chromadb builds the registered function from the collection's persisted config.
-                collection = self._client.get_collection(name)
-            else:
+            # chromadb builds the registered function from the collection's persisted config: a collection keeps
+            # the encoder it was indexed with (MiniLM, e5 or an endpoint), whatever this store would create with.
+            collection = self._client.get_collection(name)
+            if collection.configuration.get("embedding_function") is None and self._embedding is not None:
                 collection = self._client.get_collection(name, embedding_function=self._embedding)  # type: ignore[arg-type]
         elif not create:
             raise CollectionNotFoundError(f"no vector collection named {name!r}")
@@ -113,6 +113,13 @@ class VectorStore:
                 raise ValueError(f"chromadb collection name {name!r} is not allowed: {error}") from None
         self._collections[name] = collection
         return collection
+
+    def encoder_of(self, collection: str) -> str | None:
+        """The encoder a collection was indexed with (`minilm`, `e5`, `openai:MODEL@URL`), None for a function
+        that is not ragcourt's."""
+        function = self._collection(collection, create=False).configuration.get("embedding_function")
+        name = getattr(function, "encoder_name", None)
+        return name() if callable(name) else None
 
     def index(self, collection: str, chunks: Sequence[Chunk], batch_size: int = 256) -> int:
         """Upsert the chunks (id = chunk.id); returns how many were written."""

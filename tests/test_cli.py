@@ -184,12 +184,39 @@ def test_a_chinese_dataset_with_the_semantic_judge_is_warned_about_the_english_o
                                 "contexts": ["普通员工每月通讯补贴为500元。"], "answer": "每月500元。"},
                                ensure_ascii=False) + "\n", encoding="utf-8")
     args = ["run", str(data), "--system", "precomputed", "--home", str(tmp_path / "ws")]
-    warned = RUNNER.invoke(app, [*args, "--judge", "lexical", "--judge", "semantic"])
+    minilm = tmp_path / "minilm.yaml"
+    minilm.write_text("judges:\n  - model: lexical\n  - model: semantic\n    encoder: minilm\n")
+    warned = RUNNER.invoke(app, [*args, "--config", str(minilm)])
     assert warned.exit_code == 0, warned.output
-    assert "1 of 1 questions are in Chinese or Japanese" in flat(warned.output)
-    assert "the semantic judge are close to random" in flat(warned.output)
+    assert "1 of 1 questions are in Chinese, Japanese or another non-Latin script" in flat(warned.output)
+    assert "so the semantic judge are close to random" in flat(warned.output)
+    # the default: e5 for relevance and pairs, MiniLM (still English-only) for claims and elements
+    default = RUNNER.invoke(app, [*args, "--judge", "lexical", "--judge", "semantic"])
+    assert "so the semantic judge's claim and element checks are close to random" in flat(default.output)
     lexical_only = RUNNER.invoke(app, [*args, "--judge", "lexical"])
     assert lexical_only.exit_code == 0 and "English-only" not in lexical_only.output
+
+
+def test_a_multilingual_dataset_judged_with_e5_is_decided_without_the_english_only_warning(tmp_path: Path) -> None:
+    """XQuAD's Arabic and Hindi questions (see tests/fixtures/xquad): with e5 the semantic judge is multilingual."""
+    data, config = tmp_path / "xx.jsonl", tmp_path / "e5.yaml"
+    rows = [{"id": "ar1", "question": "كم عدد الطلاب في المدرسة؟", "reference_answer": "ألف طالب",
+             "contexts": ["في المدرسة ألف طالب."], "answer": "ألف طالب"},
+            {"id": "hi1", "question": "स्कूल में कितने छात्र हैं?", "reference_answer": "एक हज़ार छात्र",
+             "contexts": ["स्कूल में एक हज़ार छात्र हैं।"], "answer": "एक हज़ार छात्र"}]
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    config.write_text("encoder: e5\njudges:\n  - model: lexical\n  - model: semantic\n")
+    home = tmp_path / "ws"
+    result = RUNNER.invoke(app, ["run", str(data), "--system", "precomputed", "--config", str(config), "--home",
+                                 str(home), "--run-id", "xx"])
+    assert result.exit_code == 0, result.output
+    assert "English-only" not in result.output and "2 samples (0 failed)" in flat(result.output)
+    store = RecordStore(home / "store.sqlite")
+    try:
+        judged = {v.judge_id for v in store.get_verdicts([c.id for c in store.checks_for("xx")])}
+    finally:
+        store.close()
+    assert "semantic+e5" in judged
 
 
 # The issue-20 edit: q1's answer and contexts changed (contexts swapped in order, the answer now about bananas):

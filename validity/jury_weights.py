@@ -88,7 +88,7 @@ def fit_jury(store: RecordStore, run_id: str, config: EvalConfig | None = None) 
         run = store.get_run(run_id)
         if run is None:
             raise LookupError(f"no run '{run_id}' in the store")
-        config = EvalConfig.model_validate(run.config)
+        config = EvalConfig.of_stored_run(run.config)
     checks = [c for c in store.checks_for(run_id) if c.kind.is_binary]
     unique = list({c.id: c for c in checks}.values())
     stored = store.get_verdicts([c.id for c in unique])

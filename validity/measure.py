@@ -6,6 +6,9 @@
   graded 2 / 1 / 0 for correlations with the judge's P(yes).
 - hotpotqa: each question is checked against each of its ten paragraphs (subquery_in_chunk, the question as
   the one sub-query); the two supporting paragraphs are the positive labels.
+- xquad: each question of a language is checked against each of the paragraphs of its article (subquery_in_chunk):
+  the one holding its answer is the positive label, the others same-topic distractors; per language, beside the
+  usual figures, top-1 accuracy (the answer's paragraph has the rater's highest P(yes) among its article's).
 - ragchecker: the pairs are judged as validity.calibration.judge_ragchecker judges them (both orders); the two
   annotators' labels per aspect, their agreement as the ceiling, and, with RAGChecker's `baseline_*.json`,
   the evaluators' correlations computed as RAGChecker's meta_eval computes them (validity.meta_eval).
@@ -29,7 +32,7 @@ from statistics import mean
 
 from pydantic import BaseModel, ConfigDict
 
-from ragcourt.data.validity_sets import HotpotItem, WiceItem
+from ragcourt.data.validity_sets import HotpotItem, WiceItem, XquadLanguage
 from ragcourt.judging import Judge
 from ragcourt.metrics.agreement import (
     ConfidenceInterval,
@@ -60,6 +63,7 @@ class Suite(StrEnum):
     RAGCHECKER = "ragchecker"
     WICE = "wice"
     HOTPOTQA = "hotpotqa"
+    XQUAD = "xquad"
 
 
 WICE_STRICT = "wice strict"  # supported vs the rest
@@ -70,10 +74,18 @@ REFERENCE_NOTES = {
     WICE_GRADE: "2 supported, 1 partially, 0 not",
 }
 HOTPOTQA_SUPPORTING = "hotpotqa is_supporting"
+XQUAD_ANSWER = "xquad answer paragraph"
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The file's SHA-256; for a folder (XQuAD's files), over each JSON file's name and content in name order."""
+    path = Path(path)
+    if not path.is_dir():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for file in sorted(path.glob("*.json")):
+        digest.update(file.name.encode("utf-8") + b"\0" + hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------- checks of the sets
@@ -111,6 +123,55 @@ def hotpotqa_checks(items: Sequence[HotpotItem]) -> list[LabelledCheck]:
                           target_text=paragraph.text, question=question.question_text)
             out.append(LabelledCheck(check, {HOTPOTQA_SUPPORTING: _yes(paragraph.is_supporting)}))
     return out
+
+
+def xquad_checks(language: XquadLanguage) -> list[LabelledCheck]:
+    """Each question of the language against every paragraph of its article; yes for the one it was asked on."""
+    out = []
+    lang = language.language
+    for a, article in enumerate(language.articles):
+        for p, paragraph in enumerate(article.paragraphs):
+            for question in paragraph.qas:
+                for t, target in enumerate(article.paragraphs):
+                    check = Check(kind=CheckKind.SUBQUERY_IN_CHUNK, sample_id=f"xquad-{lang}-{question.id}",
+                                  condition=NORMAL, subject_id=question.id, subject_text=question.question,
+                                  target_id=f"xquad-{lang}-a{a}-p{t}", target_text=target.context,
+                                  question=question.question)
+                    out.append(LabelledCheck(check, {XQUAD_ANSWER: _yes(t == p)}))
+    return out
+
+
+class TopOneRow(BaseModel):
+    """Per rater and set, the share of questions whose relevant paragraph has the rater's highest P(yes) among
+    the question's paragraphs (k paragraphs tied at the top count 1/k each); questions without every P(yes) are
+    left out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    title: str
+    rater: str
+    n: int
+    accuracy: float | None
+
+
+def top_one(title: str, items: Sequence[CalibrationItem], labelled: Sequence[LabelledCheck], reference: str,
+            raters: Sequence[str]) -> list[TopOneRow]:
+    by_question: dict[str, list[tuple[CalibrationItem, bool]]] = {}
+    for item, entry in zip(items, labelled, strict=True):
+        by_question.setdefault(entry.check.sample_id, []).append((item, entry.labels[reference] is Label.YES))
+    rows = []
+    for rater in raters:
+        credits = []
+        for paragraphs in by_question.values():
+            scores = [item.judge_numbers.get(rater) for item, _ in paragraphs]
+            if any(score is None for score in scores):
+                continue
+            best = max(s for s in scores if s is not None)
+            top = [relevant for (_, relevant), score in zip(paragraphs, scores, strict=True) if score == best]
+            credits.append(sum(top) / len(top))
+        rows.append(TopOneRow(title=title, rater=rater, n=len(credits),
+                              accuracy=sum(credits) / len(credits) if credits else None))
+    return rows
 
 
 def _yes(value: bool) -> Label:

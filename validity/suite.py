@@ -13,7 +13,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ragcourt.data.loaders import HumanAspect, load_ragchecker_pairs
-from ragcourt.data.validity_sets import load_hotpotqa_paragraphs, load_ragchecker_baseline, load_wice
+from ragcourt.data.validity_sets import (
+    load_hotpotqa_paragraphs,
+    load_ragchecker_baseline,
+    load_wice,
+    load_xquad,
+)
 from ragcourt.judging import BaselineJudge, Judge
 from ragcourt.judging.learned import LearnedJudge
 from ragcourt.metrics.dice import jury_label
@@ -30,10 +35,12 @@ from ragcourt.validity.measure import (
     WICE_GRADE,
     WICE_LENIENT,
     WICE_STRICT,
+    XQUAD_ANSWER,
     KindValidity,
     LabelledCheck,
     PairwiseJuryFit,
     Suite,
+    TopOneRow,
     annotators_mean,
     file_sha256,
     fit_pairwise_jury,
@@ -42,13 +49,16 @@ from ragcourt.validity.measure import (
     judge_checks,
     kind_validity,
     raters_of,
+    top_one,
     wice_checks,
+    xquad_checks,
 )
 from ragcourt.validity.measure import fit_thresholds as fit_kind_thresholds
 from ragcourt.validity.meta_eval import MetaEvalRow, meta_eval
 from ragcourt.validity.profile import CalibratedJudge
 
-FIT_REFERENCES = {Suite.WICE: (WICE_STRICT, WICE_LENIENT), Suite.HOTPOTQA: (HOTPOTQA_SUPPORTING,)}
+FIT_REFERENCES = {Suite.WICE: (WICE_STRICT, WICE_LENIENT), Suite.HOTPOTQA: (HOTPOTQA_SUPPORTING,),
+                  Suite.XQUAD: (XQUAD_ANSWER,)}
 # Told (done, total) as the suite judges: WiCE claims and HotpotQA questions every judge has decided, of all
 # taken; for the RAGChecker pairs the pairwise verdicts asked so far, total None (the match reuses stored
 # verdicts and judges identical answers once, so how many it asks is known only as it goes).
@@ -114,6 +124,7 @@ class SuiteReport(BaseModel):
     jury_fit: PairwiseJuryFit | None = None  # RAGChecker with a fit: the jury's tie margin, before and after
     transfer: tuple[TransferRow, ...] = ()  # the applied profile's thresholds measured on this set
     profile_file: str | None = None  # the data the applied profile was fit on
+    top1: tuple[TopOneRow, ...] = ()  # XQuAD: per language and rater, the answer's paragraph ranked first
 
 
 def transfer_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled: Sequence[LabelledCheck],
@@ -148,7 +159,10 @@ def _stacked_rows(profile: CalibrationProfile, judges: Sequence[Judge], labelled
     """Per stacked model of the learned judge and offline rule judge of the call: kappa here of both on the checks
     both decided, beside the model's cross-validated kappa where it was fit."""
     learned = [j for j in judges if isinstance(j, LearnedJudge)]
-    offline = [j for j in judges if isinstance(j, BaselineJudge)]
+    # An offline judge the profile also gives a threshold is measured by its own labels (its inner judge's, which
+    # the suite judges too), as the judge the stacked model must beat: wrapped, it was left out, and so was the row.
+    offline = [inner for j in judges if isinstance(inner := j.inner if isinstance(j, CalibratedJudge) else j,
+                                                   BaselineJudge)]
     rows = []
     for judge, model, base in itertools.product(learned, profile.stacked, offline):
         reference = model.labels if model.labels in references else references[0]
@@ -236,6 +250,7 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
     reference: str | None = None
     jury_fit: PairwiseJuryFit | None = None
     transfer: list[TransferRow] = []
+    top1: list[TopOneRow] = []
     if suite is Suite.RAGCHECKER:
         if fit is not None and len(judges) < 2:
             raise ValueError(JURY_NEEDS_TWO_JUDGES)
@@ -275,20 +290,27 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
         meta_rows = meta_eval(taken, by_aspect, raters_of(next(iter(by_aspect.values())), judge_ids), loaded)
         n_items, n_in_file = len(taken), len(pairs)
     else:
+        groups: list[tuple[str, list[LabelledCheck]]]  # (title, checks): one per XQuAD language, else one
         if suite is Suite.WICE:
             claims = load_wice(path)
             taken_claims = claims[:limit] if limit else claims
-            labelled = wice_checks(taken_claims)
+            groups = [("wice claims", wice_checks(taken_claims))]
             n_items, n_in_file = len(taken_claims), len(claims)
             references, graded = [WICE_STRICT, WICE_LENIENT], [WICE_GRADE]
-            title = "wice claims"
+        elif suite is Suite.XQUAD:
+            languages = load_xquad(path)
+            groups = [(f"xquad {language.language}", _first_questions(xquad_checks(language), limit))
+                      for language in languages]
+            n_items = sum(len({e.check.sample_id for e in labelled}) for _, labelled in groups)
+            n_in_file = sum(len({e.check.sample_id for e in xquad_checks(language)}) for language in languages)
+            references, graded = [XQUAD_ANSWER], []
         else:
             questions = load_hotpotqa_paragraphs(path)
             taken_questions = questions[:limit] if limit else questions
-            labelled = hotpotqa_checks(taken_questions)
+            groups = [("hotpotqa paragraphs", hotpotqa_checks(taken_questions))]
             n_items, n_in_file = len(taken_questions), len(questions)
             references, graded = [HOTPOTQA_SUPPORTING], []
-            title = "hotpotqa paragraphs"
+        labelled = [entry for _, group in groups for entry in group]
         checks = [entry.check for entry in labelled]
         n_samples, judged = len({c.sample_id for c in checks}), 0
 
@@ -309,10 +331,14 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
         if profile is not None:
             transfer = transfer_rows(profile, judges, labelled, verdicts, references)
         items = items_of(labelled, verdicts, judge_ids)
-        for kind in dict.fromkeys(item.kind for item in items):
-            of_kind = [item for item in items if item.kind is kind]
-            kinds.append(kind_validity(kind, title, of_kind, judge_ids, references=references,
-                                       graded_references=graded, **options))
+        for title, group in groups:
+            of_group = items_of(group, verdicts, judge_ids)
+            for kind in dict.fromkeys(item.kind for item in of_group):
+                of_kind = [item for item in of_group if item.kind is kind]
+                kinds.append(kind_validity(kind, title, of_kind, judge_ids, references=references,
+                                           graded_references=graded, **options))
+            if suite is Suite.XQUAD:
+                top1 += top_one(title, of_group, group, XQUAD_ANSWER, raters_of(of_group, judge_ids))
         if fit is not None:
             allowed = FIT_REFERENCES[suite]
             reference = fit_on or allowed[0]
@@ -323,8 +349,16 @@ async def run_suite(suite: Suite, path: Path, judges: Sequence[Judge], judge_mod
     return SuiteReport(suite=suite, file=str(path), data_sha256=file_sha256(path), judges=tuple(judge_ids),
                        n_items=n_items, n_in_file=n_in_file, kinds=tuple(kinds), meta_eval=tuple(meta_rows),
                        baseline_files=tuple(str(b) for b in baselines), thresholds=tuple(fitted),
-                       fit_reference=reference, jury_fit=jury_fit, transfer=tuple(transfer),
+                       fit_reference=reference, jury_fit=jury_fit, transfer=tuple(transfer), top1=tuple(top1),
                        profile_file=None if profile is None else profile.data_file)
+
+
+def _first_questions(labelled: list[LabelledCheck], limit: int | None) -> list[LabelledCheck]:
+    """The checks of the first `limit` questions (all without a limit)."""
+    if not limit:
+        return labelled
+    kept = set(list(dict.fromkeys(entry.check.sample_id for entry in labelled))[:limit])
+    return [entry for entry in labelled if entry.check.sample_id in kept]
 
 
 NO_THRESHOLD = ("no threshold was learned: no judge gave probabilities on the labelled checks (an LLM judge gives "

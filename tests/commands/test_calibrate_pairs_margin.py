@@ -22,7 +22,7 @@ from ragcourt.schema import CheckKind
 from ragcourt.schema.calibration import PAIRWISE_JURY, CalibrationProfile, LearnedThreshold
 
 BUNDLED = bundled(BundledDataset.RAGCHECKER_PAIRS)
-JUDGES = ["--judge", "lexical", "--judge", "semantic"]
+JUDGES = ["--judge", "lexical", "--judge", "semantic+minilm"]  # the figures below are MiniLM's
 TITLE = "pairwise jury: majority_tie vs mean_probability"
 
 
@@ -155,7 +155,8 @@ def test_a_margin_profile_is_measured_on_pairs_and_warns_where_it_does_worse(tmp
         update={"threshold": 1.0}),)}).model_dump_json(), encoding="utf-8")
     for path, calibrated, warned in ((fitted, "0.291", False), (wide, "0.000", True)):
         config = tmp_path / f"{path.stem}.yaml"
-        config.write_text(f"judges:\n  - model: lexical\n  - model: semantic\ncalibration_profile: {path}\n",
+        config.write_text(f"judges:\n  - model: lexical\n  - model: semantic\n    encoder: minilm\n"
+                          f"calibration_profile: {path}\n",
                           encoding="utf-8")
         result = runner.invoke(app, ["calibrate", "--suite", "ragchecker", "--file", str(BUNDLED), "--config",
                                      str(config), *home])
@@ -170,7 +171,8 @@ def test_a_margin_profile_is_measured_on_pairs_and_warns_where_it_does_worse(tmp
         update={"judge_id": "lexical", "kind": CheckKind.CLAIM_SUPPORTED, "judge_model": "lexical"}),)}
     ).model_dump_json(), encoding="utf-8")
     config = tmp_path / "thresholds.yaml"
-    config.write_text(f"judges:\n  - model: lexical\n  - model: semantic\ncalibration_profile: {thresholds_only}\n",
+    config.write_text(f"judges:\n  - model: lexical\n  - model: semantic\n    encoder: minilm\n"
+                      f"calibration_profile: {thresholds_only}\n",
                       encoding="utf-8")
     refused = runner.invoke(app, ["calibrate", "--suite", "ragchecker", "--file", str(BUNDLED), "--config",
                                   str(config), *home])

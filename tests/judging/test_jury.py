@@ -199,7 +199,7 @@ async def test_semantic_thresholds(kind: CheckKind, expected: Label) -> None:
 
 
 async def test_semantic_without_an_embedding_function_is_refused() -> None:
-    with pytest.raises(ValueError, match="needs an embedding function"):
+    with pytest.raises(ValueError, match="needs an encoder or an embedding function"):
         await BaselineJudge(BaselineRule.SEMANTIC).judge(CheckKind.CLAIM_SUPPORTED, [check(CheckKind.CLAIM_SUPPORTED, *HALF)])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragcourt.runs.workspace import derived_run_id
 from ragcourt.schema import Sample
-from ragcourt.schema.config import EvalConfig, RankScoreRule, Reconcile
+from ragcourt.schema.config import EvalConfig, JudgeSpec, RankScoreRule, Reconcile
 
 SAMPLES = [Sample(id="q1", question="Who wrote Hamlet?", reference_answer="Shakespeare.")]
 # Derived by the code of f0098e5 (before reconcile, escalate_below_posterior, calibration_profile, store,
@@ -47,3 +47,18 @@ def test_cuer_retrieving_by_bm25_now_is_another_run_and_a_kept_dense_retriever_i
     # a score_threshold keeps cuer on the dense retriever, as before the key: the same run
     kept = EvalConfig(methods=("cuer",), score_threshold=0.3)
     assert derived_run_id(kept, SAMPLES, "precomputed") == CUER_WITH_THRESHOLD_RUN_ID_BEFORE
+
+
+# Derived by the code before the semantic judge's encoder was a choice (it always embedded with MiniLM).
+SEMANTIC_RUN_ID_BEFORE_ENCODERS = "run-1781d3771ecdb558"
+
+
+def test_a_semantic_judge_on_minilm_keeps_its_run_id_and_the_new_default_encoder_is_another_run() -> None:
+    def jury(**semantic: str) -> EvalConfig:
+        return EvalConfig(judges=(JudgeSpec(model="lexical"), JudgeSpec(model="semantic", **semantic)))
+
+    assert derived_run_id(jury(encoder="minilm"), SAMPLES, "precomputed") == SEMANTIC_RUN_ID_BEFORE_ENCODERS
+    stored = EvalConfig.of_stored_run({"judges": [{"model": "lexical"}, {"model": "semantic"}]})
+    assert derived_run_id(stored, SAMPLES, "precomputed") == SEMANTIC_RUN_ID_BEFORE_ENCODERS
+    ids = {derived_run_id(jury(**e), SAMPLES, "precomputed") for e in ({}, {"encoder": "e5"}, {"encoder": "minilm"})}
+    assert len(ids) == 3

@@ -142,3 +142,29 @@ def test_a_stacked_profile_fit_on_one_distribution_warns_on_another(tmp_path: Pa
     assert "(lexical)" in said  # the stacked row names the offline judge it is measured against
     assert "the profile's stacked model gives kappa 0.000 on this set, below the lexical judge's 1.000" in said
     assert "the profile does not transfer here" in said
+
+
+def test_the_stacked_row_is_there_when_the_profile_also_calibrates_the_offline_judge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile with a threshold for lexical and a stacked model: lexical is applied calibrated, and the learned
+    judge's row against lexical's own labels (and its warning) was missing beside lexical's threshold row."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(console, "width", 400)
+    supported = ["Curie discovered radium in Paris.", "Curie discovered radium."]
+    unsupported = ["Curie lived in Paris.", "Paris is large.", "Nothing here at all."]
+    fit_on = ([(f"{supported[i % 2]} Tag {_tag(i)}.", "supported") for i in range(30)]
+              + [(f"{unsupported[i % 3]} Tag {_tag(i)}.", "not_supported") for i in range(30)])
+    shifted = ([(f"Curie lived in Paris. Tag {_tag(i)}.", "supported") for i in range(4)]
+               + [(f"Paris is large. Tag {_tag(i)}.", "not_supported") for i in range(4)])
+    runner = CliRunner()
+    fitted = runner.invoke(app, ["calibrate", "--suite", "wice", "--file", str(_wice(tmp_path / "a.jsonl", fit_on, "a")),
+                                 "--judge", "lexical", "--fit-threshold", "kappa", "--fit-stacked", "--folds", "3",
+                                 "--bootstrap", "20", "--save-profile", "profile.json", "--home", "home"])
+    assert fitted.exit_code == 0, fitted.output
+    Path("config.yaml").write_text("judges: [{model: learned}, {model: lexical}]\ncalibration_profile: profile.json\n")
+    measured = runner.invoke(app, ["calibrate", "--suite", "wice", "--config", "config.yaml", "--bootstrap", "20",
+                                   "--file", str(_wice(tmp_path / "b.jsonl", shifted, "b")), "--home", "home"])
+    assert measured.exit_code == 0, measured.output
+    said = " ".join(measured.output.split())
+    assert "the profile's stacked model gives kappa 0.000 on this set, below the lexical judge's 1.000" in said
+    assert "the profile's threshold gives kappa 0.000 on this set, below the uncalibrated judge's 1.000" in said
