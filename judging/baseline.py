@@ -46,7 +46,7 @@ class BaselineRule(StrEnum):
 
 THRESHOLDS = {BaselineRule.LEXICAL: (0.5, 0.34), BaselineRule.SEMANTIC: (0.55, 0.45)}
 # e5's cosines of unrelated texts sit near 0.7 (its training temperature), so its rule cuts higher: the strict
-# threshold is the one of best kappa on the 100 shared HotpotQA questions (docs/validity_figures.md), the
+# threshold is the one of best kappa on the 100 shared HotpotQA questions (docs/validity.md), the
 # lenient one (claim_serves_subquery) 0.03 lower: a tenth of the span e5 uses (about 0.7 to 1.0), as 0.10 is of
 # MiniLM's.
 E5_THRESHOLDS = (0.86, 0.83)

