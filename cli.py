@@ -38,7 +38,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "demo": CommandEntry("demo", "Index the bundled HotpotQA sample, evaluate the reference RAG at top_k 5 and "
                                  "top_k 1 with a two-judge jury, offline: where each loses quality, the difference "
                                  "against the noise band, the escalations that matter most."),
-    "index": CommandEntry("index", "Index a corpus into the workspace's chromadb (embedded, offline MiniLM "
+    "index": CommandEntry("index", "Index a corpus into the workspace's chromadb (embedded, offline "
                                    "embeddings)."),
     "run": CommandEntry("run", "Evaluate a dataset; streams one line per finished question."),
     "summary": CommandEntry("summary", "Print a run's figures from the store (no LLM call)."),
