@@ -5,6 +5,7 @@ from .formats import (
     load_dataset,
     parse_column_map,
     read_dataset,
+    stream_dataset,
 )
 from .human_scores import (
     HumanScores,
@@ -28,6 +29,7 @@ from .loaders import (
     load_samples,
     read_jsonl_models,
 )
+from .reading import SampleStream
 from .question_sets import (
     DOCUMENT_GAP_WARNING,
     generate_question_set,
@@ -62,4 +64,6 @@ __all__ = [
     "read_dataset",
     "read_jsonl_models",
     "sample_row",
+    "SampleStream",
+    "stream_dataset",
 ]
