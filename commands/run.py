@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from ragcourt.commands.evaluation import Engine, evaluate_and_print, read_samples, reference_system_of
+from ragcourt.commands.evaluation import Engine, evaluate_and_print, reference_system_of, stream_samples
 from ragcourt.commands.gate import enforce_fail_under, thresholds_of
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, Home, StrictOption, console, fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
+from ragcourt.data.reading import SampleStream
 from ragcourt.metrics.text import has_cjk
 from ragcourt.runs.models import Models, check_model_specs
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
@@ -115,9 +116,7 @@ def run(
     except (ConfigError, ValueError) as error:
         fail(str(error))
     thresholds = thresholds_of(config, str(config_file) if config_file else "config", fail_under)
-    samples = _samples(dataset, dataset_format, column_map, strict)
-    if limit:
-        samples = samples[:limit]
+    samples = _samples(dataset, dataset_format, column_map, strict, limit)
     try:
         workspace = Workspace(home, store=store or config.store, chroma=chroma or config.chroma)
     except ValueError as error:
@@ -190,10 +189,12 @@ def _dask_engine(workspace: Workspace, config: EvalConfig, system: str, workers:
                                           usage=models.usage).astream
 
 
-def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | None,
-             strict: bool) -> list[Sample]:
+def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | None, strict: bool,
+             limit: int | None) -> SampleStream:
+    """The dataset checked whole in a streaming pass (every problem with its file, line and field), to be read
+    again as it is evaluated: its samples are never held together, so memory does not grow with its size."""
     try:
-        return read_samples(path, dataset_format, column_map, strict=strict)
+        return stream_samples(path, dataset_format, column_map, strict=strict, limit=limit)
     except (DatasetError, ValueError) as error:
         fail(str(error))
     except OSError as error:
@@ -201,13 +202,15 @@ def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | 
     raise AssertionError("unreachable")
 
 
-def _warn_about_english_only_embeddings(samples: Sequence[Sample], config: EvalConfig, reference: bool) -> None:
+def _warn_about_english_only_embeddings(samples: Collection[Sample], config: EvalConfig, reference: bool) -> None:
     """The offline MiniLM is English-only: on CJK questions its retrieval and the semantic judge are near random,
     and nothing else would say so (a Chinese walkthrough got confident wrong verdicts, unanimous with lexical)."""
     users = [*(["the semantic judge"] if any(j.model == "semantic" for j in config.judges) else []),
              *(["the reference system's retrieval"] if reference else [])]
+    if not users:  # not a pass over the dataset for nothing
+        return
     cjk = sum(has_cjk(s.question) for s in samples)
-    if users and cjk * 10 >= len(samples):
+    if cjk * 10 >= len(samples):
         console.print(f"[yellow]warning:[/yellow] {cjk} of {len(samples)} questions are in Chinese or Japanese; the "
                       f"offline embedding (all-MiniLM-L6-v2) is English-only, so {' and '.join(users)} are close to "
                       "random on them: use LLM judges (and your own retriever) for such data")
