@@ -35,7 +35,7 @@ def queue_run(runner: Runner, queue: WorkQueue, samples: Iterable[Sample], *, da
     if held.changed:
         raise SamplesChangedError(run_id, held.changed, dataset)
     runner.register(dataset=dataset, system=system)
-    runner.save_unsaved(samples, held.unsaved)
+    runner.save_unsaved(samples, held)
     finished = store.finished_sample_ids(run_id)
     transient = store.transient_sample_ids(run_id, [judge.judge_id for judge in runner.context.judges])
     todo = [s.id for s in samples if s.id not in finished or s.id in transient]

@@ -52,8 +52,10 @@ class StreamCheck:
 class RowChecker:
     """Turns row errors into DatasetErrors, applies the error policy and checks ids are unique.
 
-    `keep_samples=False` (a validating pass) keeps no sample, only their ids; `key_word` is what a message calls a
-    row's keys ("column" in a CSV file or a table)."""
+    `keep_samples=False` (a validating pass) keeps no sample, and of their ids only a 64-bit digest each: a row
+    whose id's digest was seen is left in `unsettled` for the caller, who finds the line the id was first on by
+    reading the rows again (SampleStream.check), or learns that two ids shared a digest. `key_word` is what a
+    message calls a row's keys ("column" in a CSV file or a table)."""
 
     def __init__(self, path: Path, on_error: ErrorPolicy, limits: FieldLimits = DEFAULT_LIMITS, unit: str = "line",
                  strict: bool = False, *, key_word: str = "key", keep_samples: bool = True):
@@ -68,7 +70,9 @@ class RowChecker:
         self.errors: list[DatasetError] = []
         self.rows = 0
         self.accepted = 0
-        self._id_lines: dict[str, int] = {}
+        self._id_lines: dict[str, int] = {}  # when the samples are kept: what they hold anyway
+        self._id_digests: set[int] = set()  # when they are not: a digest an id, whatever its length
+        self.unsettled: list[tuple[int, str]] = []  # (line, id) of rows whose id's digest was seen before
         self._unknown: dict[str, tuple[int, int]] = {}  # unknown top-level field -> (first line, lines giving it)
 
     def fail(self, line: int | None, field: str | None, message: str) -> None:
@@ -115,18 +119,27 @@ class RowChecker:
         if over is not None:
             self.fail(line, *over)
             return None
-        first_line = self._id_lines.get(sample.id)
-        if first_line is not None:
-            self.fail(line, "id", f"duplicate id '{sample.id}' (first on {self.unit} {first_line}, again on "
-                                  f"{self.unit} {line})")
-            return None
-        self._id_lines[sample.id] = line
+        if self.keep_samples:
+            first_line = self._id_lines.get(sample.id)
+            if first_line is not None:
+                self.duplicate(line, sample.id, first_line)
+                return None
+            self._id_lines[sample.id] = line
+        else:
+            digest = hash(sample.id)  # 64 bits: two of 200,000 ids share one about once in 10^9 files
+            if digest in self._id_digests:
+                self.unsettled.append((line, sample.id))
+            self._id_digests.add(digest)
         self.accepted += 1
         if self.keep_samples:
             self.samples.append(sample)
         if on_accept is not None:
             on_accept(sample)
         return sample
+
+    def duplicate(self, line: int, sample_id: str, first_line: int) -> None:
+        self.fail(line, "id", f"duplicate id '{sample_id}' (first on {self.unit} {first_line}, again on {self.unit} "
+                              f"{line})")
 
     def warnings(self) -> tuple[DatasetError, ...]:
         return tuple(DatasetError(self.path, unknown_field_message(name, lines=count, unit=self.unit), line=first,
@@ -185,11 +198,39 @@ class SampleStream:
             checker = self._checker(self.on_error, keep_samples=False)
             for number, make in self._rows():
                 checker.add(number, make, self._to_sample)
+                if checker.unsettled and self.on_error is ErrorPolicy.RAISE:
+                    self._settle(checker)  # raises for a duplicate: it is the first problem
             checker.refuse_none_read()
+            if checker.unsettled:
+                self._settle(checker)
+            errors = sorted(checker.errors, key=lambda error: error.line or 0)  # duplicates were settled after
             accepted = checker.accepted if self.limit is None else min(checker.accepted, self.limit)
-            self._refused = frozenset(error.line for error in checker.errors if error.line is not None)
-            self._checked = StreamCheck(accepted, tuple(checker.errors), checker.warnings())
+            self._refused = frozenset(error.line for error in errors if error.line is not None)
+            self._checked = StreamCheck(accepted, tuple(errors), checker.warnings())
         return self._checked
+
+    def _settle(self, checker: RowChecker) -> None:
+        """The rows of `checker.unsettled` against the rows read again: a duplicate of an id first on an earlier
+        accepted row is refused with that row's line; one whose digest only matched another id's is accepted."""
+        wanted = {sample_id for _, sample_id in checker.unsettled}
+        refused = {error.line for error in checker.errors}
+        first_lines: dict[str, int] = {}
+        for number, make in self._rows():
+            if number in refused:
+                continue
+            try:
+                sample, _ = checker.convert(make, self._to_sample)
+            except RowError:
+                continue
+            if sample.id in wanted:
+                first_lines.setdefault(sample.id, number)
+            if len(first_lines) == len(wanted):
+                break
+        for line, sample_id in checker.unsettled:
+            if first_lines[sample_id] < line:
+                checker.accepted -= 1
+                checker.duplicate(line, sample_id, first_lines[sample_id])
+        checker.unsettled.clear()
 
     def load(self) -> LoadResult:
         """Every sample at once, in one pass (what the Python API and small files take)."""

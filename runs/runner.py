@@ -87,11 +87,12 @@ class ResumePlan:
 @dataclass(frozen=True)
 class StoredSamples:
     """The given samples against what the run holds: `changed`, ids it holds with other contents (in the given
-    order); `unsaved`, ids of samples it does not hold, or holds in an older serialisation of the same contents
-    (ids, not samples: a dataset read as a stream is never held; Runner.save_unsaved writes them)."""
+    order); `kept`, ids it holds as they are now written (the others, samples it does not hold or holds in an
+    older serialisation of the same contents, are to be written: Runner.save_unsaved). Ids, not samples: a dataset
+    read as a stream is never held, and a new run keeps none."""
 
     changed: tuple[str, ...]
-    unsaved: frozenset[str]
+    kept: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,8 @@ class Runner:
         if held.changed:  # before anything is written: the run stays as it was, with the inputs it was computed on
             raise SamplesChangedError(self.run_id, held.changed, dataset)
         self.register(dataset=dataset, system=system)
-        await asyncio.to_thread(self.save_unsaved, samples, held.unsaved)  # a resume rewrites none it holds
+        await asyncio.to_thread(self.save_unsaved, samples, held)  # a resume rewrites none it holds
+        del held  # a resume's ids, not kept through the run
         # Ids only: a finished sample's record (mostly its alignment graph) is read when it is shown, a batch at a time.
         completed = set() if rescore else store.finished_sample_ids(self.run_id)
         reopened = await asyncio.to_thread(self._with_transient_failures, samples, completed) if completed else set()
@@ -336,25 +338,23 @@ class Runner:
         stored samples is read at a time, as text: one stored as put_samples would write it now is unchanged
         without being parsed, so a resume over many samples holds no second copy of them."""
         changed: list[str] = []
-        unsaved: set[str] = set()
+        kept: set[str] = set()
         for batch in batches(samples, RESUME_BATCH):
             stored = self.context.store.sample_payloads(self.run_id, [s.id for s in batch])
             for sample in batch:
                 payload = stored.get(sample.id)
                 if payload is None:
-                    unsaved.add(sample.id)
-                elif payload != sample.model_dump_json():  # same contents in an older form, or other contents
-                    if Sample.model_validate_json(payload).content_hash == sample.content_hash:
-                        unsaved.add(sample.id)
-                    else:
-                        changed.append(sample.id)
-        return StoredSamples(tuple(changed), frozenset(unsaved))
+                    continue
+                if payload == sample.model_dump_json():
+                    kept.add(sample.id)
+                elif Sample.model_validate_json(payload).content_hash != sample.content_hash:
+                    changed.append(sample.id)  # other contents (the same in an older form is written again)
+        return StoredSamples(tuple(changed), frozenset(kept))
 
-    def save_unsaved(self, samples: Iterable[Sample], unsaved: frozenset[str]) -> None:
-        """Write the samples of `unsaved` (compare_with_store's), a batch at a time."""
-        if unsaved:
-            for batch in batches((s for s in samples if s.id in unsaved), RESUME_BATCH):
-                self.context.store.put_samples(self.run_id, batch)
+    def save_unsaved(self, samples: Iterable[Sample], held: StoredSamples) -> None:
+        """Write the samples the run does not hold as they are (compare_with_store's), a batch at a time."""
+        for batch in batches((s for s in samples if s.id not in held.kept), RESUME_BATCH):
+            self.context.store.put_samples(self.run_id, batch)
 
     @staticmethod
     def _in_order(samples: Iterable[Sample], done: set[str], reopened: set[str]) -> tuple[list[str], list[str]]:

@@ -139,3 +139,17 @@ def test_a_stream_of_rows_that_changed_since_the_check_says_so(tmp_path: Path) -
     rows[1] = row(2, question=None)
     with pytest.raises(DatasetError, match=r"made.jsonl:2: field 'question': is missing.*changed while it was read"):
         list(stream)
+
+
+def test_the_check_holds_a_digest_an_id_and_tells_a_shared_digest_from_a_duplicate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragcourt.data import reading
+
+    monkeypatch.setattr(reading, "hash", lambda _: 7, raising=False)  # every id shares one digest
+    path = write_jsonl(tmp_path / "data.jsonl", [row(1), row(2), row(3), row(2), row(4)])
+    stream = file_stream(path, on_error=ErrorPolicy.SKIP)
+    (error,) = stream.check().errors
+    assert str(error) == f"{path}:4: field 'id': duplicate id 'q2' (first on line 2, again on line 4)"
+    assert [s.id for s in stream] == ["q1", "q2", "q3", "q4"]
+    with pytest.raises(DatasetError, match=":4: field 'id': duplicate id 'q2' \\(first on line 2"):
+        file_stream(path).check()

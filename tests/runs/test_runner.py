@@ -162,14 +162,14 @@ async def test_a_resume_neither_parses_nor_rewrites_the_samples_the_run_holds(
                     tmp_path / "run-h")
     samples = list(SAMPLES.values())
     await collect(runner, samples)
-    assert runner.compare_with_store(samples) == StoredSamples(changed=(), unsaved=frozenset())
+    assert runner.compare_with_store(samples) == StoredSamples(changed=(), kept=frozenset(SAMPLES))
 
     older = json.dumps(json.loads(samples[1].model_dump_json()), indent=1)  # same contents, other bytes
     with contextlib.closing(sqlite3.connect(tmp_path / "store.sqlite")) as db, db:
         db.execute("UPDATE samples SET payload = ? WHERE run_id = ? AND sample_id = ?", (older, "run-h", samples[1].id))
     edited = samples[2].model_copy(update={"question": samples[2].question + " (edited)"})
     held = runner.compare_with_store([samples[0], samples[1], edited])
-    assert held == StoredSamples(changed=(edited.id,), unsaved=frozenset({samples[1].id}))
+    assert held == StoredSamples(changed=(edited.id,), kept=frozenset({samples[0].id}))  # [1] is written again
 
     written: list[list[str]] = []
     monkeypatch.setattr(store, "get_samples", lambda *a, **k: pytest.fail("a resume parses no stored sample"))
@@ -178,7 +178,7 @@ async def test_a_resume_neither_parses_nor_rewrites_the_samples_the_run_holds(
                                                                      put(run_id, given))[1])
     await collect(runner, samples)
     assert written == [[samples[1].id]]
-    assert runner.compare_with_store(samples) == StoredSamples(changed=(), unsaved=frozenset())
+    assert runner.compare_with_store(samples) == StoredSamples(changed=(), kept=frozenset(SAMPLES))
 
 
 async def test_samples_start_in_the_order_given(store: RecordStore, tmp_path: Path) -> None:
