@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import typer
@@ -24,7 +24,7 @@ from ragcourt.commands.output import (
 )
 from ragcourt.commands.progress import track_progress
 from ragcourt.data.formats import DatasetFormat, parse_column_map, stream_dataset
-from ragcourt.data.reading import SampleStream
+from ragcourt.data.reading import CountedSamples, SampleStream
 from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.report.method_charts import write_method_charts
@@ -147,7 +147,7 @@ def _resume_line(run_id: str, plan: ResumePlan, n_samples: int) -> str | None:
     return f"resuming run {escape(run_id)}: {'; '.join(parts)}"
 
 
-async def _run(runner: Runner, samples: Collection[Sample], dataset: str, home: Path,
+async def _run(runner: Runner, samples: CountedSamples, dataset: str, home: Path,
                stream: Callable[..., AsyncIterator[SampleDiagnostics]] | None = None) -> None:
     # Each finished sample is printed, counted and dropped: its diagnostics (a few KiB, mostly the alignment
     # graph) are in the store, so holding them grew a long run by that much per sample (issue 36).
@@ -181,7 +181,7 @@ def follow_line(run_id: str, home: Path, run_dir: Path) -> str:
             f"{escape(where)}[/bold] or [bold]ragcourt serve {escape(run_id)}{escape(where)}[/bold]")
 
 
-def interrupted_line(store: RecordStore, run_id: str, samples: Collection[Sample], resume_command: str) -> str:
+def interrupted_line(store: RecordStore, run_id: str, samples: CountedSamples, resume_command: str) -> str:
     """What a Ctrl-C leaves: how many of the samples are stored finished, and the command that resumes."""
     finished = store.finished_sample_ids(run_id)
     stored = sum(sample.id in finished for sample in samples)
@@ -190,7 +190,7 @@ def interrupted_line(store: RecordStore, run_id: str, samples: Collection[Sample
 
 
 def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
-                       samples: Collection[Sample], run_id: str, dataset: str, collection: str | None,
+                       samples: CountedSamples, run_id: str, dataset: str, collection: str | None,
                        check_endpoints: bool = True, telemetry: Telemetry = NO_TELEMETRY,
                        engine: Engine | None = None, resume_command: str = "the same command") -> RunSummary:
     """Run the evaluation (resuming a run of the same id), one line per finished question, then print its

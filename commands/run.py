@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -16,11 +16,10 @@ from ragcourt.commands.gate import enforce_fail_under, thresholds_of
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, Home, StrictOption, console, fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
-from ragcourt.data.reading import SampleStream
+from ragcourt.data.reading import CountedSamples, SampleStream
 from ragcourt.metrics.text import has_cjk
 from ragcourt.runs.models import Models, check_model_specs
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
-from ragcourt.schema import Sample
 from ragcourt.schema.config import ConfigError, EvalConfig, Method, Reconcile, load_config
 from ragcourt.systems import Precomputed, RAGSystem
 
@@ -202,7 +201,7 @@ def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | 
     raise AssertionError("unreachable")
 
 
-def _warn_about_english_only_embeddings(samples: Collection[Sample], config: EvalConfig, reference: bool) -> None:
+def _warn_about_english_only_embeddings(samples: CountedSamples, config: EvalConfig, reference: bool) -> None:
     """The offline MiniLM is English-only: on CJK questions its retrieval and the semantic judge are near random,
     and nothing else would say so (a Chinese walkthrough got confident wrong verdicts, unanimous with lexical)."""
     users = [*(["the semantic judge"] if any(j.model == "semantic" for j in config.judges) else []),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ragcourt.data.errors import DatasetError, ErrorPolicy, RowError
 from ragcourt.data.rows import (
@@ -30,6 +30,14 @@ from ragcourt.schema import Sample
 Rows = Iterator[tuple[int, Callable[[], Any]]]
 """A format's rows: (1-based line or row number, a function returning the parsed row or raising RowError)."""
 ToSample = Callable[[dict[str, Any]], Sample]
+
+
+class CountedSamples(Protocol):
+    """Samples that can be counted and iterated more than once: a list, or a SampleStream (read again each time)."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Sample]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import html
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ragcourt.analysis.summary import RunSummary, summarize
 from ragcourt.data.formats import DatasetFormat, read_dataset, stream_dataset
-from ragcourt.data.reading import SampleStream
+from ragcourt.data.reading import CountedSamples, SampleStream
 from ragcourt.observability.telemetry import Telemetry
 from ragcourt.runs import background_loop
 from ragcourt.runs.models import ConfiguredAnswerer, Models, prepare_run
@@ -184,7 +184,7 @@ def langchain_config(retriever: Any) -> EvalConfig:
 
 
 def _samples_of(dataset: DatasetInput, dataset_format: DatasetFormat,
-                column_map: Mapping[str, str] | None) -> tuple[Collection[Sample], str]:
+                column_map: Mapping[str, str] | None) -> tuple[CountedSamples, str]:
     """(samples, label) of a dataset= argument: a path or a data object read by data.formats, or Samples. A path
     is checked whole in a streaming pass and read again as it is evaluated (data.formats.stream_dataset)."""
     if isinstance(dataset, str | os.PathLike):
@@ -198,7 +198,7 @@ def _samples_of(dataset: DatasetInput, dataset_format: DatasetFormat,
             f"{kind.__module__.split('.')[0]}.{kind.__name__}")
 
 
-def checked_samples(samples: Iterable[Sample]) -> Collection[Sample]:
+def checked_samples(samples: Iterable[Sample]) -> CountedSamples:
     """Samples given as objects, held to the rules a dataset file's rows are: each validated again (one made by
     `model_copy(update=...)` or `model_construct` skipped its validators), refused in the loaders' words with
     `samples[i]` where a file's error names its line, and each id given once. A SampleStream (data.formats.
@@ -224,7 +224,7 @@ def _resolve(
     samples: Iterable[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
     dataset: DatasetInput | None, config: EvalConfig | None,
     dataset_format: DatasetFormat = DatasetFormat.AUTO, column_map: Mapping[str, str] | None = None,
-) -> tuple[Collection[Sample], RAGSystem, str, EvalConfig]:
+) -> tuple[CountedSamples, RAGSystem, str, EvalConfig]:
     """What to evaluate, from either (samples, system) or a LangChain app (retriever=, chain=) and
     dataset= (a path or data object data.formats reads, or samples). A path `dataset` next to `samples` is only
     a label."""
@@ -252,7 +252,7 @@ def _resolve(
 
 @dataclass(frozen=True)
 class _Plan:
-    samples: Collection[Sample]
+    samples: CountedSamples
     system: RAGSystem
     label: str
     config: EvalConfig
