@@ -29,13 +29,13 @@ from .loaders import (
     load_samples,
     read_jsonl_models,
 )
-from .reading import SampleStream
 from .question_sets import (
     DOCUMENT_GAP_WARNING,
     generate_question_set,
     pick_documents,
     sample_row,
 )
+from .reading import SampleStream
 
 __all__ = [
     "bundled",
