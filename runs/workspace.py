@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragcourt.schema import Sample, content_id
+from ragcourt.schema import Sample
 from ragcourt.schema.config import EvalConfig
 from ragcourt.stores.dialect import is_postgres_url, shown_location
 from ragcourt.stores.records import RecordStore
