@@ -47,3 +47,13 @@ def test_cuer_retrieving_by_bm25_now_is_another_run_and_a_kept_dense_retriever_i
     # a score_threshold keeps cuer on the dense retriever, as before the key: the same run
     kept = EvalConfig(methods=("cuer",), score_threshold=0.3)
     assert derived_run_id(kept, SAMPLES, "precomputed") == CUER_WITH_THRESHOLD_RUN_ID_BEFORE
+
+
+def test_the_run_id_is_hashed_as_the_samples_are_read_and_is_the_one_of_their_list() -> None:
+    from ragcourt.schema import content_id
+
+    samples = [Sample(id=f"q{i}", question=f"Where is Acme{i}?") for i in range(50)]
+    settings = EvalConfig().model_dump(mode="json", exclude={"telemetry"})
+    whole = "run-" + content_id(settings, [s.content_hash for s in samples], "precomputed")
+    assert derived_run_id(EvalConfig(), (s for s in samples), "precomputed") == whole  # a one-pass iterable
+    assert derived_run_id(EvalConfig(), samples, "precomputed", digits=10) == whole[:14]
