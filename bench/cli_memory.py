@@ -1,8 +1,15 @@
 """Memory of `ragcourt run` over many samples: RSS of the CLI process after warm-up and at the end, the growth in %
 and in KiB per finished sample (issue 36: the CLI grew by about 11.6 KiB a sample where the Python API stayed flat).
 
-Run: python bench/cli_memory.py [--samples 20000] [--every 500] [--warm-up 1000] [--terminal]
+Run: python bench/cli_memory.py [--samples 20000] [--every 500] [--warm-up 1000] [--terminal] [--stop-after N]
      python bench/cli_memory.py --samples 100000    # the issue's target: flat within 5 % after warm-up
+     python bench/cli_memory.py --sizes 10000,200000 --stop-after 2000   # peak RSS independent of the dataset's size
+
+`--sizes A,B` runs the command on A and on B samples and compares their peak RSS (VmHWM: the most the process ever
+held, so the input phase's peak is in it, read at every reading); exit status 1 when they differ by more than
+--max-peak-diff-pct. `--stop-after N` interrupts the command (Ctrl-C, as a person would) after N finished samples:
+the input phase (checking the whole dataset, deriving the run id, storing the samples) is measured in full, and the
+evaluation for N samples.
 
 The command is the real one, `ragcourt run DATA --system precomputed --judge lexical --home TMP` (no LLM), in a
 subprocess on generated tiny samples in the shape `tests/test_cli.py` uses (each with its own words, so no check
@@ -19,6 +26,7 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +38,7 @@ from pathlib import Path
 # The CLI's own entry point, as the `ragcourt` script calls it, run by this interpreter (so the same environment).
 CLI = [sys.executable, "-c", "from ragcourt.cli import main; main()"]
 RESULT_MARKS = ("✓ ", "✗ ")  # how a finished sample's line starts
+INTERRUPTED = 130  # the command's exit status after Ctrl-C
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 SHOWN_READINGS = 10
 
@@ -56,12 +65,17 @@ def finished_in(line: str) -> int:
     return sum(ANSI.sub("", part).startswith(RESULT_MARKS) for part in line.split("\r"))
 
 
-def rss_kib(pid: int) -> int:
-    """Resident set size of process `pid` in KiB (the kernel's kB are KiB)."""
+def status_kib(pid: int, field: str = "VmRSS") -> int:
+    """A memory figure of process `pid` in KiB (the kernel's kB are KiB): VmRSS, the resident set size now, or
+    VmHWM, its highest so far."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS line in /proc/{pid}/status (not Linux?)")
+    raise RuntimeError(f"no {field} line in /proc/{pid}/status (not Linux?)")
+
+
+def reading(pid: int, finished: int, started: float) -> Reading:
+    return Reading(finished, status_kib(pid), status_kib(pid, "VmHWM"), time.perf_counter() - started)
 
 
 def piped_lines(process: subprocess.Popen[bytes]) -> Iterator[str]:
@@ -92,6 +106,8 @@ def terminal_lines(master: int) -> Iterator[str]:
 class Reading:
     finished: int
     rss_kib: int
+    peak_kib: int  # VmHWM: the highest RSS so far
+    seconds: float  # since the command started
 
 
 @dataclass(frozen=True)
@@ -113,8 +129,9 @@ class Measurement:
         return (self.end.rss_kib - self.warm_up.rss_kib) / max(self.end.finished - self.warm_up.finished, 1)
 
 
-def measure(n: int, every: int, warm_up: int, terminal: bool, home: Path) -> Measurement:
-    """Run the CLI on n generated samples; RSS every `every` finished samples and at the last one."""
+def measure(n: int, every: int, warm_up: int, terminal: bool, home: Path, stop_after: int | None = None) -> Measurement:
+    """Run the CLI on n generated samples; RSS every `every` finished samples and at the last one (or at
+    `stop_after`, where the command is interrupted)."""
     data = home / "data.jsonl"
     write_dataset(data, n)
     command = [*CLI, "run", str(data), "--system", "precomputed", "--judge", "lexical", "--home", str(home / "home")]
@@ -128,28 +145,64 @@ def measure(n: int, every: int, warm_up: int, terminal: bool, home: Path) -> Mea
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         lines = piped_lines(process)
     started, finished = time.perf_counter(), 0
+    last = min(n, stop_after or n)
     readings: list[Reading] = []
     tail: list[str] = []
     for line in lines:
         results = finished_in(line)
         for _ in range(results):
             finished += 1
-            if finished % every == 0 or finished in (n, warm_up):
-                readings.append(Reading(finished, rss_kib(process.pid)))
+            if finished % every == 0 or finished in (1, last, warm_up):
+                readings.append(reading(process.pid, finished, started))
+            if finished == stop_after:
+                process.send_signal(signal.SIGINT)
         if not results:
             tail = [*tail[-20:], line.rstrip()]  # the command's own last lines, shown if it fails
     exit_code = process.wait()
     seconds = time.perf_counter() - started
     if master is not None:
         os.close(master)
-    if exit_code != 0 or finished < n:
+    stopped = stop_after is not None and finished >= stop_after and exit_code == INTERRUPTED
+    if not stopped and (exit_code != 0 or finished < n):
         raise SystemExit(f"ragcourt run exited {exit_code} after {finished} of {n} samples:\n" + "\n".join(tail))
-    warm = next(r for r in readings if r.finished >= min(warm_up, n))
+    readings = [r for r in readings if r.finished <= last]  # results printed as the interrupt arrived
+    warm = next((r for r in readings if r.finished >= min(warm_up, last)), readings[-1])
     return Measurement(tuple(readings), warm, seconds)
 
 
 def mib(kib: int) -> str:
     return f"{kib / 1024:.1f} MiB"
+
+
+def report(m: Measurement, n: int, terminal: bool) -> None:
+    print(f"samples: {n}  output: {'terminal (rich bar)' if terminal else 'piped (plain lines)'}")
+    shown = m.readings[:: max(len(m.readings) // SHOWN_READINGS, 1)]  # the trend, not hundreds of lines
+    for r in (*shown, m.end) if shown[-1] != m.end else shown:
+        print(f"  {r.finished:>8} finished  RSS {mib(r.rss_kib)}  peak {mib(r.peak_kib)}  at {r.seconds:.0f} s")
+    first = m.readings[0]
+    print(f"input phase (checked, run id, stored) until the first sample at {first.seconds:.0f} s: peak RSS "
+          f"{mib(first.peak_kib)}")
+    print(f"RSS after warm-up ({m.warm_up.finished} samples): {mib(m.warm_up.rss_kib)}")
+    print(f"RSS at the end ({m.end.finished} samples): {mib(m.end.rss_kib)}  (peak {mib(m.end.peak_kib)})")
+    print(f"growth after warm-up: {m.growth_pct:+.2f} %  ({m.kib_per_sample:+.3f} KiB per finished sample)")
+    print(f"time: {m.seconds:.0f} s")
+
+
+def compare_sizes(sizes: list[int], args: argparse.Namespace) -> int:
+    """Peak RSS of the command on each size; 0 when the largest peak is within --max-peak-diff-pct of the
+    smallest."""
+    peaks = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="ragcourt-cli-memory-") as home:
+            m = measure(n, args.every, args.warm_up, args.terminal, Path(home), args.stop_after)
+        report(m, n, args.terminal)
+        peaks.append(m.end.peak_kib)
+        print()
+    low, high = min(peaks), max(peaks)
+    diff = 100 * (high - low) / low
+    print("peak RSS: " + ", ".join(f"{n} samples {mib(peak)}" for n, peak in zip(sizes, peaks, strict=True))
+          + f"; the largest {diff:+.1f} % over the smallest")
+    return 0 if diff <= args.max_peak_diff_pct else 1
 
 
 def main() -> int:
@@ -159,19 +212,15 @@ def main() -> int:
     parser.add_argument("--warm-up", type=int, default=1_000, help="finished samples before the baseline reading")
     parser.add_argument("--terminal", action="store_true", help="run under a pseudo-terminal (the rich bar)")
     parser.add_argument("--max-growth-pct", type=float, default=5.0)
+    parser.add_argument("--stop-after", type=int, default=None, help="interrupt the command after N finished samples")
+    parser.add_argument("--sizes", default=None, help="A,B: compare the peak RSS on A and on B samples")
+    parser.add_argument("--max-peak-diff-pct", type=float, default=10.0)
     args = parser.parse_args()
+    if args.sizes:
+        return compare_sizes([int(size) for size in args.sizes.split(",")], args)
     with tempfile.TemporaryDirectory(prefix="ragcourt-cli-memory-") as home:
-        m = measure(args.samples, args.every, args.warm_up, args.terminal, Path(home))
-    print(f"samples: {args.samples}  output: {'terminal (rich bar)' if args.terminal else 'piped (plain lines)'}")
-    shown = m.readings[:: max(len(m.readings) // SHOWN_READINGS, 1)]  # the trend, not hundreds of lines
-    for reading in (*shown, m.end) if shown[-1] != m.end else shown:
-        print(f"  {reading.finished:>8} finished  RSS {mib(reading.rss_kib)}")
-    peak = max(m.readings, key=lambda r: r.rss_kib)
-    print(f"RSS after warm-up ({m.warm_up.finished} samples): {mib(m.warm_up.rss_kib)}")
-    print(f"RSS at the end ({m.end.finished} samples): {mib(m.end.rss_kib)}  (peak {mib(peak.rss_kib)} at "
-          f"{peak.finished})")
-    print(f"growth after warm-up: {m.growth_pct:+.2f} %  ({m.kib_per_sample:+.3f} KiB per finished sample)")
-    print(f"time: {m.seconds:.0f} s  ({args.samples / m.seconds:.1f} samples/s, loading and summary included)")
+        m = measure(args.samples, args.every, args.warm_up, args.terminal, Path(home), args.stop_after)
+    report(m, args.samples, args.terminal)
     return 0 if m.growth_pct <= args.max_growth_pct else 1
 
 

@@ -28,7 +28,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,7 +200,7 @@ class DaskRun:
                 "the reference system on workers needs a Chroma server (--chroma http://HOST:PORT, or `chroma:` in "
                 "the config): a chromadb folder is not shared between processes")
 
-    async def astream(self, samples: Sequence[Sample], *, dataset: str = "",
+    async def astream(self, samples: Iterable[Sample], *, dataset: str = "",
                       on_start: Callable[[ResumePlan], None] | None = None) -> AsyncIterator[SampleDiagnostics]:
         """Yield each sample's diagnostics as its completion commits (finished ones first, from the store).
         Raises RunLockedError (the run is in use), SamplesChangedError, DistributedRunError."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from ragcourt.graphs.sample import build_sample_graph
 from ragcourt.runs.runner import Runner, SamplesChangedError
@@ -26,7 +26,7 @@ from ragcourt.stores.work_queue import LeaseLostError, WorkQueue
 logger = logging.getLogger(__name__)
 
 
-def queue_run(runner: Runner, queue: WorkQueue, samples: Sequence[Sample], *, dataset: str = "",
+def queue_run(runner: Runner, queue: WorkQueue, samples: Iterable[Sample], *, dataset: str = "",
               system: str = "") -> list[str]:
     """Register the run and queue its samples; the ids still to evaluate (in order). Raises
     SamplesChangedError, before anything is written, when samples the run holds are given with other contents."""
@@ -35,7 +35,7 @@ def queue_run(runner: Runner, queue: WorkQueue, samples: Sequence[Sample], *, da
     if held.changed:
         raise SamplesChangedError(run_id, held.changed, dataset)
     runner.register(dataset=dataset, system=system)
-    store.put_samples(run_id, held.unsaved)
+    runner.save_unsaved(samples, held)
     finished = store.finished_sample_ids(run_id)
     transient = store.transient_sample_ids(run_id, [judge.judge_id for judge in runner.context.judges])
     todo = [s.id for s in samples if s.id not in finished or s.id in transient]

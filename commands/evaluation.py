@@ -23,7 +23,8 @@ from ragcourt.commands.output import (
     question_metrics,
 )
 from ragcourt.commands.progress import track_progress
-from ragcourt.data.formats import DatasetFormat, parse_column_map, read_dataset
+from ragcourt.data.formats import DatasetFormat, parse_column_map, stream_dataset
+from ragcourt.data.reading import CountedSamples, SampleStream
 from ragcourt.llm.probe import EndpointUnavailableError
 from ragcourt.observability.telemetry import NO_TELEMETRY, Telemetry
 from ragcourt.report.method_charts import write_method_charts
@@ -47,18 +48,29 @@ MAX_WARNINGS_SHOWN = 5
 INTERRUPTED_EXIT = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 
 
+def stream_samples(path: Path, format: DatasetFormat = DatasetFormat.AUTO,
+                   column_map: Sequence[str] | None = None, *, strict: bool = False,
+                   limit: int | None = None) -> SampleStream:
+    """The samples of a dataset file or saved Hugging Face dataset directory in any format data.formats reads,
+    `column_map` as --map gives it, checked whole in one streaming pass and read again each time they are
+    iterated (never held together); the first `limit` only when given. DatasetError when unreadable (or, with
+    `strict`, when a row has a field no sample has), ValueError for a bad map. Each field no sample has is printed
+    once as a warning otherwise."""
+    stream = stream_dataset(path, format=format, column_map=parse_column_map(column_map), strict=strict,
+                            limit=limit)
+    warnings = stream.check().warnings
+    for warning in warnings[:MAX_WARNINGS_SHOWN]:
+        console.print(f"[yellow]warning:[/yellow] {escape(str(warning))}")
+    if len(warnings) > MAX_WARNINGS_SHOWN:
+        console.print(f"[yellow]warning:[/yellow] ... and {len(warnings) - MAX_WARNINGS_SHOWN} more fields no "
+                      "sample has")
+    return stream
+
+
 def read_samples(path: Path, format: DatasetFormat = DatasetFormat.AUTO,
                  column_map: Sequence[str] | None = None, *, strict: bool = False) -> list[Sample]:
-    """The samples of a dataset file or saved Hugging Face dataset directory in any format data.formats reads,
-    `column_map` as --map gives it; DatasetError when unreadable (or, with `strict`, when a row has a field no
-    sample has), ValueError for a bad map. Each such field is printed once as a warning otherwise."""
-    result = read_dataset(path, format=format, column_map=parse_column_map(column_map), strict=strict)
-    for warning in result.warnings[:MAX_WARNINGS_SHOWN]:
-        console.print(f"[yellow]warning:[/yellow] {escape(str(warning))}")
-    if len(result.warnings) > MAX_WARNINGS_SHOWN:
-        console.print(f"[yellow]warning:[/yellow] ... and {len(result.warnings) - MAX_WARNINGS_SHOWN} more fields no "
-                      "sample has")
-    return list(result.samples)
+    """The samples of `stream_samples`, all at once (for the commands that take a dataset's samples together)."""
+    return list(stream_samples(path, format, column_map, strict=strict))
 
 
 def build_system(kind: str, workspace: Workspace, models: Models, collection: str | None) -> RAGSystem:
@@ -142,15 +154,15 @@ def _resume_line(run_id: str, plan: ResumePlan, n_samples: int) -> str | None:
     return f"resuming run {escape(run_id)}: {'; '.join(parts)}"
 
 
-async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Path,
+async def _run(runner: Runner, samples: CountedSamples, dataset: str, home: Path,
                stream: Callable[..., AsyncIterator[SampleDiagnostics]] | None = None) -> None:
     # Each finished sample is printed, counted and dropped: its diagnostics (a few KiB, mostly the alignment
     # graph) are in the store, so holding them grew a long run by that much per sample (issue 36).
     run_id = runner.run_id
-    waiting = {s.id for s in samples}  # shrinks as samples finish: what is left is paused for an inline review
-    n_samples = len(waiting)
+    n_samples = len(samples)
+    waiting = n_samples  # falls as samples finish: what is left is paused for an inline review
     stored: set[str] = set()
-    with track_progress("evaluating (questions)", total=len(samples)) as progress:
+    with track_progress("evaluating (questions)", total=n_samples) as progress:
 
         def started(plan: ResumePlan) -> None:  # told once the run is locked and its samples are checked
             progress.print(follow_line(run_id, home, runner.paths.run_dir))
@@ -162,9 +174,9 @@ async def _run(runner: Runner, samples: Sequence[Sample], dataset: str, home: Pa
         async for diagnostics in (stream or runner.astream)(samples, dataset=dataset, on_start=started):
             progress.print(_line(diagnostics, stored=diagnostics.sample_id in stored))
             progress.advance(from_store=diagnostics.sample_id in stored)
-            waiting.discard(diagnostics.sample_id)
+            waiting -= 1  # a run yields each sample once
     if waiting and runner.context.config.review_mode is ReviewMode.INLINE:
-        console.print(f"[yellow]{len(waiting)} samples are paused for an inline review[/yellow]: "
+        console.print(f"[yellow]{waiting} samples are paused for an inline review[/yellow]: "
                       f"[bold]ragcourt review {escape(run_id)} --home {escape(str(home))}[/bold] decides their "
                       "escalated checks and finishes them")
 
@@ -176,15 +188,16 @@ def follow_line(run_id: str, home: Path, run_dir: Path) -> str:
             f"{escape(where)}[/bold] or [bold]ragcourt serve {escape(run_id)}{escape(where)}[/bold]")
 
 
-def interrupted_line(store: RecordStore, run_id: str, samples: Sequence[Sample], resume_command: str) -> str:
+def interrupted_line(store: RecordStore, run_id: str, samples: CountedSamples, resume_command: str) -> str:
     """What a Ctrl-C leaves: how many of the samples are stored finished, and the command that resumes."""
-    stored = len(store.finished_sample_ids(run_id) & {s.id for s in samples})
+    finished = store.finished_sample_ids(run_id)
+    stored = sum(sample.id in finished for sample in samples)
     return (f"interrupted: {stored} of {len(samples)} samples of run {run_id} are stored (a resume asks nothing "
             f"of them again); resume with: {resume_command}")
 
 
 def evaluate_and_print(workspace: Workspace, config: EvalConfig, make_system: Callable[[Models], RAGSystem],
-                       samples: Sequence[Sample], run_id: str, dataset: str, collection: str | None,
+                       samples: CountedSamples, run_id: str, dataset: str, collection: str | None,
                        check_endpoints: bool = True, telemetry: Telemetry = NO_TELEMETRY,
                        engine: Engine | None = None, resume_command: str = "the same command") -> RunSummary:
     """Run the evaluation (resuming a run of the same id), one line per finished question, then print its

@@ -11,16 +11,16 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragcourt.commands.evaluation import Engine, evaluate_and_print, read_samples, reference_system_of
+from ragcourt.commands.evaluation import Engine, evaluate_and_print, reference_system_of, stream_samples
 from ragcourt.commands.gate import enforce_fail_under, thresholds_of
 from ragcourt.commands.judge_help import judge_help
 from ragcourt.commands.output import ColumnMapOption, DatasetFormatOption, Home, StrictOption, console, fail
 from ragcourt.data.formats import DatasetFormat
 from ragcourt.data.loaders import DatasetError
+from ragcourt.data.reading import CountedSamples, SampleStream
 from ragcourt.metrics.text import has_non_latin_script
 from ragcourt.runs.models import Models, check_model_specs
 from ragcourt.runs.workspace import DEFAULT_HOME, HOTPOTQA_COLLECTION, Workspace, derived_run_id
-from ragcourt.schema import Sample
 from ragcourt.schema.config import (
     LEGACY_ENCODER,
     BaselineModel,
@@ -124,9 +124,7 @@ def run(
     except (ConfigError, ValueError) as error:
         fail(str(error))
     thresholds = thresholds_of(config, str(config_file) if config_file else "config", fail_under)
-    samples = _samples(dataset, dataset_format, column_map, strict)
-    if limit:
-        samples = samples[:limit]
+    samples = _samples(dataset, dataset_format, column_map, strict, limit)
     try:
         workspace = Workspace(home, store=store or config.store, chroma=chroma or config.chroma)
     except ValueError as error:
@@ -200,10 +198,12 @@ def _dask_engine(workspace: Workspace, config: EvalConfig, system: str, workers:
                                           usage=models.usage).astream
 
 
-def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | None,
-             strict: bool) -> list[Sample]:
+def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | None, strict: bool,
+             limit: int | None) -> SampleStream:
+    """The dataset checked whole in a streaming pass (every problem with its file, line and field), to be read
+    again as it is evaluated: its samples are never held together, so memory does not grow with its size."""
     try:
-        return read_samples(path, dataset_format, column_map, strict=strict)
+        return stream_samples(path, dataset_format, column_map, strict=strict, limit=limit)
     except (DatasetError, ValueError) as error:
         fail(str(error))
     except OSError as error:
@@ -211,7 +211,7 @@ def _samples(path: Path, dataset_format: DatasetFormat, column_map: list[str] | 
     raise AssertionError("unreachable")
 
 
-def _warn_about_english_only_embeddings(samples: Sequence[Sample], config: EvalConfig,
+def _warn_about_english_only_embeddings(samples: CountedSamples, config: EvalConfig,
                                         corpus_encoder: str | None) -> None:
     """MiniLM is English-only: on questions in another script its retrieval and the semantic judge's checks are near
     random, and nothing else would say so (a Chinese walkthrough got confident wrong verdicts, unanimous with
@@ -219,8 +219,10 @@ def _warn_about_english_only_embeddings(samples: Sequence[Sample], config: EvalC
     users = [*dict.fromkeys(user for spec in config.judges if spec.model == BaselineModel.SEMANTIC
                             if (user := _minilm_part(EncoderChoice.parse(spec.encoder or LEGACY_ENCODER)))),
              *(["the reference system's retrieval"] if corpus_encoder == EncoderName.MINILM else [])]
+    if not users:  # not a pass over the dataset for nothing
+        return
     foreign = sum(has_non_latin_script(s.question) for s in samples)
-    if users and foreign * 10 >= len(samples):
+    if foreign * 10 >= len(samples):
         console.print(f"[yellow]warning:[/yellow] {foreign} of {len(samples)} questions are in Chinese, Japanese or "
                       f"another non-Latin script; the offline MiniLM embedding (all-MiniLM-L6-v2) is English-only, so "
                       f"{' and '.join(users)} are close to random on them: set `encoder: e5` (multilingual) in the "

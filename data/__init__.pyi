@@ -5,6 +5,7 @@ from .formats import (
     load_dataset,
     parse_column_map,
     read_dataset,
+    stream_dataset,
 )
 from .human_scores import (
     HumanScores,
@@ -34,6 +35,7 @@ from .question_sets import (
     pick_documents,
     sample_row,
 )
+from .reading import SampleStream
 
 __all__ = [
     "bundled",
@@ -62,4 +64,6 @@ __all__ = [
     "read_dataset",
     "read_jsonl_models",
     "sample_row",
+    "SampleStream",
+    "stream_dataset",
 ]

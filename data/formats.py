@@ -29,28 +29,20 @@ from __future__ import annotations
 import ast
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ragcourt.data.loaders import (
-    DEFAULT_LIMITS,
-    LIST_FIELDS,
-    SAMPLE_FIELDS,
-    DatasetError,
-    ErrorPolicy,
-    FieldLimits,
-    LoadResult,
-    RowError,
-    collect_rows,
-    csv_value,
-    is_hotpotqa,
-    load_hotpotqa,
-    load_samples,
-    sample_of_row,
-)
+from ragcourt.data.errors import DatasetError, ErrorPolicy, RowError
+from ragcourt.data.loaders import file_stream, hotpotqa_stream, is_hotpotqa
+from ragcourt.data.read_csv import csv_value
+from ragcourt.data.read_hf import saved_hf_rows
+from ragcourt.data.read_parquet import given_fields, parquet_rows
+from ragcourt.data.reading import LoadResult, Rows, SampleStream, collect_rows
+from ragcourt.data.rows import DEFAULT_LIMITS, LIST_FIELDS, SAMPLE_FIELDS, FieldLimits, sample_of_row
 from ragcourt.schema import Sample, content_id
 
 
@@ -64,8 +56,6 @@ class DatasetFormat(StrEnum):
 
 TEXT_SUFFIXES = (".jsonl", ".json", ".csv")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-HF_STATE_FILE = "state.json"  # written by datasets.Dataset.save_to_disk
-HF_DICT_FILE = "dataset_dict.json"  # written by datasets.DatasetDict.save_to_disk
 
 RAGAS_FIELDS = {"user_input": "question", "retrieved_contexts": "contexts", "response": "answer",
                 "reference": "reference_answer", "reference_contexts": "gold_documents"}
@@ -307,25 +297,49 @@ def read_dataset(
     format = DatasetFormat(format)
     if not isinstance(source, str | os.PathLike):
         return _read_object(source, format, mapping, limits, on_error, strict)
+    return stream_dataset(source, format=format, column_map=mapping, limits=limits, on_error=on_error,
+                          strict=strict).load()
+
+
+def stream_dataset(
+    source: str | os.PathLike[str],
+    *,
+    format: DatasetFormat = DatasetFormat.AUTO,
+    column_map: Mapping[str, str] | None = None,
+    limits: FieldLimits = DEFAULT_LIMITS,
+    on_error: ErrorPolicy = ErrorPolicy.RAISE,
+    strict: bool = False,
+    limit: int | None = None,
+) -> SampleStream:
+    """The samples of a dataset file or saved Hugging Face directory as read_dataset reads them, as a SampleStream:
+    `check()` validates the whole dataset in one pass, and each iteration reads it again (JSONL and CSV a line at
+    a time, Parquet and Hugging Face datasets a batch of rows at a time; a JSON document whole), so the memory it
+    takes does not grow with the dataset. `limit`: only the first N samples."""
+    mapping = check_column_map(column_map or {})
+    format = DatasetFormat(format)
     path = Path(source)
     if path.is_dir():
-        return _read_rows(path, _saved_hf_rows(path), format, mapping, limits, on_error, strict)
+        return _table_stream(path, partial(saved_hf_rows, path), format, mapping, limits, on_error, strict, limit)
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:
-        return _read_rows(path, _parquet_rows(path), format, mapping, limits, on_error, strict)
+        return _table_stream(path, partial(parquet_rows, path), format, mapping, limits, on_error, strict, limit)
     if format is DatasetFormat.HOTPOTQA or (format is DatasetFormat.AUTO and is_hotpotqa(path)):
         if mapping:
             raise ValueError("a column map does not apply to a HotpotQA file (its fields are fixed)")
-        result = load_hotpotqa(path, on_error=on_error, limits=limits)
-        return LoadResult(samples=result.samples, errors=result.errors)
+        return hotpotqa_stream(path, on_error=on_error, limits=limits, limit=limit)
     if suffix not in TEXT_SUFFIXES:
         raise DatasetError(path, f"unsupported file type '{suffix}'; use .jsonl, .json, .csv, .parquet or a "
                                  "saved Hugging Face dataset directory")
     adapter = RowAdapter(format, mapping, from_csv=suffix == ".csv")
-    return load_samples(path, on_error=on_error, limits=limits, to_sample=adapter, strict=strict)
+    return file_stream(path, on_error=on_error, limits=limits, to_sample=adapter, strict=strict, limit=limit)
 
 
-Rows = Iterator[tuple[int, Callable[[], Any]]]
+def _table_stream(path: Path, rows: Callable[[], Rows], format: DatasetFormat, mapping: Mapping[str, str],
+                  limits: FieldLimits, on_error: ErrorPolicy, strict: bool, limit: int | None) -> SampleStream:
+    if format is DatasetFormat.HOTPOTQA:
+        raise DatasetError(path, "HotpotQA data is read from its IRCoT JSONL file only")
+    return SampleStream(path, rows, unit="row", key_word="column", to_sample=RowAdapter(format, mapping),
+                        limits=limits, on_error=on_error, strict=strict, limit=limit)
 
 
 def _read_rows(source: str | Path, rows: Rows, format: DatasetFormat, mapping: Mapping[str, str],
@@ -334,74 +348,6 @@ def _read_rows(source: str | Path, rows: Rows, format: DatasetFormat, mapping: M
         raise DatasetError(source, "HotpotQA data is read from its IRCoT JSONL file only")
     return collect_rows(source, rows, unit="row", on_error=on_error, limits=limits,
                         to_sample=RowAdapter(format, mapping), strict=strict)
-
-
-def _given(row: Mapping[str, Any]) -> Callable[[], dict[str, Any]]:
-    # a table has every column in every row: a null cell is a field the row does not give
-    return lambda: {key: value for key, value in row.items() if value is not None}
-
-
-def _table_rows(batches: Iterable[Any]) -> Rows:
-    number = 0
-    for batch in batches:
-        for row in batch.to_pylist():
-            number += 1
-            yield number, _given(row)
-
-
-def _parquet_rows(path: Path) -> Rows:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(path)
-    except FileNotFoundError:
-        raise DatasetError(path, "cannot read file: No such file or directory") from None
-    except (pa.ArrowException, OSError) as error:
-        raise DatasetError(path, f"not a readable Parquet file: {error}") from None
-    return _table_rows(parquet.iter_batches(batch_size=1024))
-
-
-def _saved_hf_rows(path: Path) -> Rows:
-    """The rows of a `save_to_disk` directory: its Arrow stream files, in the order state.json lists them."""
-    import pyarrow as pa
-
-    splits_file = path / HF_DICT_FILE
-    if splits_file.is_file():
-        splits = _json_file(splits_file).get("splits") or []
-        if len(splits) != 1:
-            raise DatasetError(path, f"is a saved DatasetDict with the splits {', '.join(map(str, splits))}: give "
-                                     f"one split's directory, e.g. {path / str(splits[0]) if splits else path}")
-        path = path / str(splits[0])
-    state_file = path / HF_STATE_FILE
-    if not state_file.is_file():
-        raise DatasetError(path, f"is not a regular file, nor a saved Hugging Face dataset (a directory with "
-                                 f"{HF_STATE_FILE} or {HF_DICT_FILE}): give a dataset file or a `save_to_disk` "
-                                 "directory")
-    entries = _json_file(state_file).get("_data_files")
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and "filename" in e for e in entries):
-        raise DatasetError(state_file, "has no list of data files ('_data_files'): not written by save_to_disk")
-
-    def batches() -> Iterator[Any]:
-        for entry in entries:
-            data_file = path / str(entry["filename"])
-            try:
-                with pa.memory_map(str(data_file)) as stream:
-                    yield from pa.ipc.open_stream(stream)
-            except (pa.ArrowException, OSError) as error:
-                raise DatasetError(data_file, f"not a readable Arrow file: {error}") from None
-
-    return _table_rows(batches())
-
-
-def _json_file(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise DatasetError(path, f"cannot read: {error}") from None
-    if not isinstance(value, dict):
-        raise DatasetError(path, "must hold a JSON object")
-    return value
 
 
 def _read_object(source: Any, format: DatasetFormat, mapping: Mapping[str, str], limits: FieldLimits,
@@ -425,7 +371,7 @@ def _read_object(source: Any, format: DatasetFormat, mapping: Mapping[str, str],
 
 def _list_rows(rows: Sequence[Mapping[str, Any]]) -> Rows:
     for number, row in enumerate(rows, start=1):
-        yield number, _given(row)
+        yield number, given_fields(row)
 
 
 def load_dataset(path: Path, limits: FieldLimits = DEFAULT_LIMITS, *, format: str = "auto",

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import html
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,8 @@ import pandas as pd
 from pydantic import ValidationError
 
 from ragcourt.analysis.summary import RunSummary, summarize
-from ragcourt.data.formats import DatasetFormat, read_dataset
+from ragcourt.data.formats import DatasetFormat, read_dataset, stream_dataset
+from ragcourt.data.reading import CountedSamples, SampleStream
 from ragcourt.observability.telemetry import Telemetry
 from ragcourt.runs import background_loop
 from ragcourt.runs.models import ConfiguredAnswerer, Models, prepare_run
@@ -137,7 +138,7 @@ def headline_frame(summary: RunSummary) -> pd.DataFrame:
     return frame
 
 
-def run_inputs(store: RecordStore, run_id: str, samples: Sequence[Sample]) -> dict[str, SampleInputs]:
+def run_inputs(store: RecordStore, run_id: str, samples: Iterable[Sample]) -> dict[str, SampleInputs]:
     """Each sample's inputs as the run saw them: the normal condition's stored answer and retrieval (a sample
     without a stored retrieval keeps its own contexts, a precomputed system's)."""
     answers = {a.sample_id: a for a in store.get_answers(run_id) if a.condition == NORMAL}
@@ -168,7 +169,7 @@ def reference_system(collection: str = HOTPOTQA_COLLECTION, *, home: PathInput =
     return ReferenceRAG(vectors, collection, generator or ConfiguredAnswerer())
 
 
-DatasetInput = str | os.PathLike[str] | Sequence[Sample] | Any  # Any: a datasets.Dataset or a RAGAS EvaluationDataset
+DatasetInput = str | os.PathLike[str] | Iterable[Sample] | Any  # Any: a datasets.Dataset or a RAGAS EvaluationDataset
 
 
 def langchain_config(retriever: Any) -> EvalConfig:
@@ -183,10 +184,13 @@ def langchain_config(retriever: Any) -> EvalConfig:
 
 
 def _samples_of(dataset: DatasetInput, dataset_format: DatasetFormat,
-                column_map: Mapping[str, str] | None) -> tuple[Sequence[Sample], str]:
-    """(samples, label) of a dataset= argument: a path or a data object read by data.formats, or Samples."""
+                column_map: Mapping[str, str] | None) -> tuple[CountedSamples, str]:
+    """(samples, label) of a dataset= argument: a path or a data object read by data.formats, or Samples. A path
+    is checked whole in a streaming pass and read again as it is evaluated (data.formats.stream_dataset)."""
     if isinstance(dataset, str | os.PathLike):
-        return read_dataset(dataset, format=dataset_format, column_map=column_map).samples, os.fspath(dataset)
+        stream = stream_dataset(dataset, format=dataset_format, column_map=column_map)
+        stream.check()  # every problem before anything is evaluated
+        return stream, os.fspath(dataset)
     if isinstance(dataset, list | tuple) and all(isinstance(s, Sample) for s in dataset):
         return checked_samples(dataset), ""
     kind = type(dataset)
@@ -194,10 +198,14 @@ def _samples_of(dataset: DatasetInput, dataset_format: DatasetFormat,
             f"{kind.__module__.split('.')[0]}.{kind.__name__}")
 
 
-def checked_samples(samples: Sequence[Sample]) -> list[Sample]:
+def checked_samples(samples: Iterable[Sample]) -> CountedSamples:
     """Samples given as objects, held to the rules a dataset file's rows are: each validated again (one made by
     `model_copy(update=...)` or `model_construct` skipped its validators), refused in the loaders' words with
-    `samples[i]` where a file's error names its line, and each id given once."""
+    `samples[i]` where a file's error names its line, and each id given once. A SampleStream (data.formats.
+    stream_dataset) is checked by its own pass and streams as it is; any other iterable is read into a list."""
+    if isinstance(samples, SampleStream):
+        samples.check()
+        return samples
     out: list[Sample] = []
     first_at: dict[str, int] = {}
     for index, sample in enumerate(samples):
@@ -213,10 +221,10 @@ def checked_samples(samples: Sequence[Sample]) -> list[Sample]:
 
 
 def _resolve(
-    samples: Sequence[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
+    samples: Iterable[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
     dataset: DatasetInput | None, config: EvalConfig | None,
     dataset_format: DatasetFormat = DatasetFormat.AUTO, column_map: Mapping[str, str] | None = None,
-) -> tuple[Sequence[Sample], RAGSystem, str, EvalConfig]:
+) -> tuple[CountedSamples, RAGSystem, str, EvalConfig]:
     """What to evaluate, from either (samples, system) or a LangChain app (retriever=, chain=) and
     dataset= (a path or data object data.formats reads, or samples). A path `dataset` next to `samples` is only
     a label."""
@@ -244,7 +252,7 @@ def _resolve(
 
 @dataclass(frozen=True)
 class _Plan:
-    samples: Sequence[Sample]
+    samples: CountedSamples
     system: RAGSystem
     label: str
     config: EvalConfig
@@ -255,7 +263,7 @@ class _Plan:
     check_endpoints: bool = True
 
 
-def _plan(samples: Sequence[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
+def _plan(samples: Iterable[Sample] | None, system: RAGSystem | None, retriever: Any, chain: Any,
           config: EvalConfig | None, home: PathInput, run_id: str | None, vectors: VectorStore | None,
           collection: str | None, dataset: DatasetInput | None, check_endpoints: bool = True,
           dataset_format: DatasetFormat = DatasetFormat.AUTO, column_map: Mapping[str, str] | None = None) -> _Plan:
@@ -297,7 +305,7 @@ async def _stream(plan: _Plan) -> AsyncGenerator[SampleDiagnostics, None]:
 
 
 async def astream(
-    samples: Sequence[Sample] | None = None,
+    samples: Iterable[Sample] | None = None,
     system: RAGSystem | None = None,
     *,
     retriever: Any = None,
@@ -321,7 +329,9 @@ async def astream(
     .csv / .parquet file or a saved Hugging Face dataset directory, a `datasets.Dataset`, or a RAGAS
     `EvaluationDataset`; RAGAS and LangSmith shapes are detected from the first row (`dataset_format` names
     one: auto, ragcourt, ragas, langsmith, hotpotqa), and `column_map` maps our fields to your columns
-    ({"question": "query", "reference_answer": "gt_answer"}; see ragcourt.data.formats).
+    ({"question": "query", "reference_answer": "gt_answer"}; see ragcourt.data.formats). A dataset path is
+    checked whole in one streaming pass and read again as it is evaluated, so memory does not grow with its size;
+    so is `samples` given as `ragcourt.data.stream_dataset(path)` (any other iterable is read into a list).
     Without `config`, a LangChain app is evaluated with its retriever's own k and score threshold. `home` is
     the workspace directory (str or PathLike). `run_id` defaults to one derived from the configuration, the
     system and the samples' contents: the same call again resumes the run (asking again only what failed for a
@@ -345,7 +355,7 @@ async def astream(
 
 
 async def aevaluate(
-    samples: Sequence[Sample] | None = None,
+    samples: Iterable[Sample] | None = None,
     system: RAGSystem | None = None,
     *,
     retriever: Any = None,
@@ -387,7 +397,7 @@ def _inputs_and_headline(plan: _Plan) -> tuple[dict[str, SampleInputs], RunSumma
         store.close()
 
 
-def evaluate(samples: Sequence[Sample] | None = None, system: RAGSystem | None = None, **options: Any) -> EvalResult:
+def evaluate(samples: Iterable[Sample] | None = None, system: RAGSystem | None = None, **options: Any) -> EvalResult:
     """Synchronous `aevaluate` (same arguments):
     `ragcourt.evaluate(retriever=app_retriever, chain=answer_chain, dataset="questions.jsonl")`.
 

@@ -10,7 +10,7 @@ was stored, so nothing can silently reach a model.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,7 +107,7 @@ def rescore_run(store: RecordStore, run_id: str, run_dir: Path) -> list[SampleDi
     return asyncio.run(arescore_run(store, run_id, run_dir))
 
 
-async def aweigh_run(runner: Runner, samples: Sequence[Sample]) -> list[SampleDiagnostics]:
+async def aweigh_run(runner: Runner, samples: Iterable[Sample]) -> list[SampleDiagnostics]:
     """The final step of a weighted run: fit the jury, then evaluate the samples again from the store with the
     posteriors in the context. Returns the re-decided diagnostics (in order of completion)."""
     store = runner.context.store

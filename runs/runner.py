@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import itertools
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,7 @@ CHECKPOINTS_FILE = "checkpoints.sqlite"
 CONFIG_FILE = "config.json"
 
 
+IN_FLIGHT_PER_SLOT = 2  # samples launched per slot of the config's concurrency (the rest wait in the dataset)
 RESUME_BATCH = 200  # finished samples' diagnostics read from the store at a time when a run resumes
 SHOWN_CHANGED = 10  # changed sample ids a refusal names, of however many
 
@@ -85,10 +87,12 @@ class ResumePlan:
 @dataclass(frozen=True)
 class StoredSamples:
     """The given samples against what the run holds: `changed`, ids it holds with other contents (in the given
-    order); `unsaved`, samples it does not hold, or holds in an older serialisation of the same contents."""
+    order); `kept`, ids it holds as they are now written (the others, samples it does not hold or holds in an
+    older serialisation of the same contents, are to be written: Runner.save_unsaved). Ids, not samples: a dataset
+    read as a stream is never held, and a new run keeps none."""
 
     changed: tuple[str, ...]
-    unsaved: tuple[Sample, ...]
+    kept: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,13 @@ class RunLock:
             self._fd = None
 
 
+def batches(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
+    """The samples `size` at a time, in order (the last batch may be shorter)."""
+    iterator = iter(samples)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
 def _drop_torn_line(path: Path) -> None:
     """Cut a last line that a kill left without its newline (the file ends mid-record)."""
     with path.open("rb+") as handle:
@@ -199,10 +210,14 @@ class Runner:
         self._pinned_samples: set[str] | None = None  # samples with splits pinned in this run, read once
 
     async def astream(
-        self, samples: Sequence[Sample], *, dataset: str = "", system: str = "", rescore: bool = False,
+        self, samples: Iterable[Sample], *, dataset: str = "", system: str = "", rescore: bool = False,
         on_start: Callable[[ResumePlan], None] | None = None,
     ) -> AsyncIterator[SampleDiagnostics]:
         """Yield each sample's diagnostics as it finishes (already finished ones first, from the store).
+
+        samples: a sequence, or an iterable read afresh each time it is iterated (data.reading.SampleStream: a
+        dataset read from its file, never held). It is iterated a few times, a batch or one sample at a time, and
+        only a window of samples is in flight at once, so the run's memory does not grow with the dataset.
 
         rescore: evaluate finished samples again too (from stored work: used after reviews).
         on_start: told what comes from the store, once the run is locked and its samples checked, before the
@@ -243,7 +258,7 @@ class Runner:
         (self.paths.run_dir / CONFIG_FILE).write_text(self.context.config.model_dump_json(indent=2))
 
     async def _stream(
-        self, stack: AsyncExitStack, samples: Sequence[Sample], dataset: str, system: str, rescore: bool,
+        self, stack: AsyncExitStack, samples: Iterable[Sample], dataset: str, system: str, rescore: bool,
         on_start: Callable[[ResumePlan], None] | None,
     ) -> AsyncIterator[SampleDiagnostics]:
         store = self.context.store
@@ -251,22 +266,23 @@ class Runner:
         if held.changed:  # before anything is written: the run stays as it was, with the inputs it was computed on
             raise SamplesChangedError(self.run_id, held.changed, dataset)
         self.register(dataset=dataset, system=system)
-        store.put_samples(self.run_id, held.unsaved)  # a resume rewrites none of the samples it holds
+        await asyncio.to_thread(self.save_unsaved, samples, held)  # a resume rewrites none it holds
+        del held  # a resume's ids, not kept through the run
         # Ids only: a finished sample's record (mostly its alignment graph) is read when it is shown, a batch at a time.
         completed = set() if rescore else store.finished_sample_ids(self.run_id)
         reopened = await asyncio.to_thread(self._with_transient_failures, samples, completed) if completed else set()
         done = completed - reopened
         self._complete_stream(completed)
+        shown, reopened_in_order = (await asyncio.to_thread(self._in_order, samples, done, reopened)
+                                    if completed else ([], []))
         if on_start is not None:
-            on_start(ResumePlan(stored=tuple(s.id for s in samples if s.id in done),
-                                reopened=tuple(s.id for s in samples if s.id in reopened)))
-        shown = [s.id for s in samples if s.id in done]
+            on_start(ResumePlan(stored=tuple(shown), reopened=tuple(reopened_in_order)))
         for start in range(0, len(shown), RESUME_BATCH):
             batch = shown[start : start + RESUME_BATCH]
             stored = {d.sample_id: d for d in await asyncio.to_thread(store.diagnostics_of_samples, self.run_id, batch)}
             for sample_id in batch:
                 yield stored[sample_id]
-        todo = [s for s in samples if s.id not in done]
+        todo = (s for s in samples if s.id not in done)
         checkpointer = None
         if self.context.config.review_mode is ReviewMode.INLINE:
             checkpointer = await stack.enter_async_context(async_saver(self.context.store.url, self.paths.checkpoints))
@@ -292,11 +308,21 @@ class Runner:
             running.add(task)
             task.add_done_callback(on_done)
 
-        for sample in todo:
+        # A window of samples in flight, the next launched as one finishes: the semaphore still admits them in the
+        # dataset's order, and no more than the window is held (200,000 tasks made at once held every sample).
+        window, launched, consumed = IN_FLIGHT_PER_SLOT * self.context.config.concurrency, 0, 0
+        for sample in itertools.islice(todo, window):
             launch(sample)
+            launched += 1
         try:
-            for _ in range(len(todo)):
-                diagnostics = (await finished.get()).result()
+            while consumed < launched:
+                task = await finished.get()
+                consumed += 1
+                following = next(todo, None)
+                if following is not None:
+                    launch(following)
+                    launched += 1
+                diagnostics = task.result()
                 if diagnostics is not None:
                     yield diagnostics
         finally:
@@ -307,27 +333,42 @@ class Runner:
         elif reopened:  # so were the re-opened ones: once each, the run's other samples kept where they were
             await asyncio.to_thread(self._rewrite_stream, self._listed_ids())
 
-    def compare_with_store(self, samples: Sequence[Sample]) -> StoredSamples:
+    def compare_with_store(self, samples: Iterable[Sample]) -> StoredSamples:
         """Which of `samples` the run holds with other contents, and which it does not hold yet. A batch of
         stored samples is read at a time, as text: one stored as put_samples would write it now is unchanged
         without being parsed, so a resume over many samples holds no second copy of them."""
         changed: list[str] = []
-        unsaved: list[Sample] = []
-        for start in range(0, len(samples), RESUME_BATCH):
-            batch = samples[start : start + RESUME_BATCH]
+        kept: set[str] = set()
+        for batch in batches(samples, RESUME_BATCH):
             stored = self.context.store.sample_payloads(self.run_id, [s.id for s in batch])
             for sample in batch:
                 payload = stored.get(sample.id)
                 if payload is None:
-                    unsaved.append(sample)
-                elif payload != sample.model_dump_json():  # same contents in an older form, or other contents
-                    if Sample.model_validate_json(payload).content_hash == sample.content_hash:
-                        unsaved.append(sample)
-                    else:
-                        changed.append(sample.id)
-        return StoredSamples(tuple(changed), tuple(unsaved))
+                    continue
+                if payload == sample.model_dump_json():
+                    kept.add(sample.id)
+                elif Sample.model_validate_json(payload).content_hash != sample.content_hash:
+                    changed.append(sample.id)  # other contents (the same in an older form is written again)
+        return StoredSamples(tuple(changed), frozenset(kept))
 
-    def _with_transient_failures(self, samples: Sequence[Sample], finished: set[str]) -> set[str]:
+    def save_unsaved(self, samples: Iterable[Sample], held: StoredSamples) -> None:
+        """Write the samples the run does not hold as they are (compare_with_store's), a batch at a time."""
+        for batch in batches((s for s in samples if s.id not in held.kept), RESUME_BATCH):
+            self.context.store.put_samples(self.run_id, batch)
+
+    @staticmethod
+    def _in_order(samples: Iterable[Sample], done: set[str], reopened: set[str]) -> tuple[list[str], list[str]]:
+        """The ids of `done` and of `reopened` in the samples' order, in one pass."""
+        shown: list[str] = []
+        again: list[str] = []
+        for sample in samples:
+            if sample.id in done:
+                shown.append(sample.id)
+            elif sample.id in reopened:
+                again.append(sample.id)
+        return shown, again
+
+    def _with_transient_failures(self, samples: Iterable[Sample], finished: set[str]) -> set[str]:
         """Finished samples holding work a later try may mend: a verdict of this run's jury or an answer unscored
         for a transient reason, or a split the sample needed but was not given (a split is pinned to the run only
         when scored, and its failure leaves no record; one that failed for a lasting reason, a parse failure,
@@ -336,8 +377,12 @@ class Runner:
         flagged = store.transient_sample_ids(self.run_id, [judge.judge_id for judge in self.context.judges])
         pinned = store.pinned_split_kinds(self.run_id)
         answered = store.answered_sample_ids(self.run_id, NORMAL) if Method.QCARE in config.methods else set()
+        given: set[str] = set()  # the finished ones among the samples (read once: they may be a stream)
         for sample in samples:
-            if sample.id not in finished or sample.id in flagged:
+            if sample.id not in finished:
+                continue
+            given.add(sample.id)
+            if sample.id in flagged:
                 continue
             wanted = set()
             if Method.QCARE in config.methods:
@@ -348,7 +393,7 @@ class Runner:
                 wanted.add(str(DecompositionKind.ELEMENTS))
             if wanted - pinned.get(sample.id, set()):
                 flagged.add(sample.id)
-        return flagged & finished & {sample.id for sample in samples}
+        return flagged & given
 
     async def evaluate_one(self, graph: Any, sample: Sample, resume: Any = None) -> SampleDiagnostics | None:
         """One sample through the graph; its failure is recorded, never raised. None when it stopped at an

@@ -15,13 +15,15 @@ The corpus is the chromadb folder `chroma/` in the workspace, unless a Chroma se
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragcourt.schema import Sample, content_id
+from ragcourt.schema import Sample
 from ragcourt.schema.config import LEGACY_ENCODER, EvalConfig
 from ragcourt.stores.dialect import is_postgres_url, shown_location
 from ragcourt.stores.records import RecordStore
@@ -42,15 +44,26 @@ class StoreLocationError(ValueError):
     """A record store location that is no PostgreSQL URL where one is expected (--store, $RAGCOURT_STORE)."""
 
 
-def derived_run_id(config: EvalConfig, samples: Sequence[Sample], system: str, digits: int = 16) -> str:
+def derived_run_id(config: EvalConfig, samples: Iterable[Sample], system: str, digits: int = 16) -> str:
     """The run id of a configuration, a system and samples: over the samples' contents, not only their ids, so
     an edited dataset is another run (its figures are never shown as those of the old text). Where spans go
-    (telemetry) changes no figure: it is left out."""
+    (telemetry) changes no figure: it is left out. The samples are read once, one at a time (a dataset read as
+    a stream is never held): the id is content_id(settings, [each sample's content hash], system), hashed as
+    that JSON is written."""
     settings = config.model_dump(mode="json", exclude={"telemetry"})
     # MiniLM is what every semantic judge embedded with before the encoder was a choice: the same id as then.
     settings["judges"] = [{k: v for k, v in judge.items() if (k, v) != ("encoder", LEGACY_ENCODER)}
                           for judge in settings["judges"]]
-    return f"run-{content_id(settings, [s.content_hash for s in samples], system)[:digits]}"
+    digest = hashlib.sha256(f"[{_canonical(settings)},[".encode())
+    for index, sample in enumerate(samples):
+        digest.update(f"{',' if index else ''}{_canonical(sample.content_hash)}".encode())
+    digest.update(f"],{_canonical(system)}]".encode())
+    return f"run-{digest.hexdigest()[:min(digits, 16)]}"
+
+
+def _canonical(value: object) -> str:
+    """JSON as content_id writes it."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 @dataclass(frozen=True, init=False)

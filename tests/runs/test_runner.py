@@ -43,6 +43,7 @@ from graph_fixtures import (
 )
 
 from ragcourt.analysis.summary import summarize
+from ragcourt.judging import BaselineJudge, BaselineRule
 from ragcourt.runs.rescore import ReplaySystem, arescore_run
 from ragcourt.runs.runner import (
     DIAGNOSTICS_FILE,
@@ -161,14 +162,14 @@ async def test_a_resume_neither_parses_nor_rewrites_the_samples_the_run_holds(
                     tmp_path / "run-h")
     samples = list(SAMPLES.values())
     await collect(runner, samples)
-    assert runner.compare_with_store(samples) == StoredSamples(changed=(), unsaved=())
+    assert runner.compare_with_store(samples) == StoredSamples(changed=(), kept=frozenset(SAMPLES))
 
     older = json.dumps(json.loads(samples[1].model_dump_json()), indent=1)  # same contents, other bytes
     with contextlib.closing(sqlite3.connect(tmp_path / "store.sqlite")) as db, db:
         db.execute("UPDATE samples SET payload = ? WHERE run_id = ? AND sample_id = ?", (older, "run-h", samples[1].id))
     edited = samples[2].model_copy(update={"question": samples[2].question + " (edited)"})
     held = runner.compare_with_store([samples[0], samples[1], edited])
-    assert held == StoredSamples(changed=(edited.id,), unsaved=(samples[1],))
+    assert held == StoredSamples(changed=(edited.id,), kept=frozenset({samples[0].id}))  # [1] is written again
 
     written: list[list[str]] = []
     monkeypatch.setattr(store, "get_samples", lambda *a, **k: pytest.fail("a resume parses no stored sample"))
@@ -177,7 +178,7 @@ async def test_a_resume_neither_parses_nor_rewrites_the_samples_the_run_holds(
                                                                      put(run_id, given))[1])
     await collect(runner, samples)
     assert written == [[samples[1].id]]
-    assert runner.compare_with_store(samples) == StoredSamples(changed=(), unsaved=())
+    assert runner.compare_with_store(samples) == StoredSamples(changed=(), kept=frozenset(SAMPLES))
 
 
 async def test_samples_start_in_the_order_given(store: RecordStore, tmp_path: Path) -> None:
@@ -618,3 +619,41 @@ async def test_re_opening_part_of_a_run_keeps_the_other_samples_in_the_stream_fi
     listed = [json.loads(line) for line in (tmp_path / "run-u" / DIAGNOSTICS_FILE).read_text().splitlines()]
     assert sorted(d["sample_id"] for d in listed) == ["s1", "s2", "s3"]
     assert next(d for d in listed if d["sample_id"] == "s2")["n_unscored"] == 0
+
+
+# --------------------------------------------------------------------------- samples as a stream
+
+
+class DrawnSamples:
+    """Samples made as they are iterated, afresh on each iteration (as data.reading.SampleStream reads a file),
+    counting how many the current iteration has handed out."""
+
+    def __init__(self, samples: list) -> None:
+        self.samples, self.drawn, self.iterations = samples, 0, 0
+
+    def __iter__(self):
+        self.iterations += 1
+        self.drawn = 0
+        for sample in self.samples:
+            self.drawn += 1
+            yield sample.model_copy()
+
+
+async def test_a_run_over_a_stream_draws_only_a_window_of_samples_ahead_of_the_finished_ones(
+        store: RecordStore, tmp_path: Path) -> None:
+    samples, system = many_samples(12)
+    config = run_many.config().model_copy(update={"concurrency": 2})
+    judges = [InstrumentedJudge(j, BaselineJudge(BaselineRule.LEXICAL)) for j in run_many.JUDGE_IDS]
+    runner = Runner(make_context(store, config, judges, system), "run-w", tmp_path / "run-w")
+    stream = DrawnSamples(samples)
+    ahead, finished = [], []
+    async for diagnostics in runner.astream(stream):
+        finished.append(diagnostics.sample_id)
+        ahead.append(stream.drawn - len(finished))
+    assert sorted(finished) == sorted(s.id for s in samples)
+    # 2 slots x 2 in flight each: never more than 4 samples drawn beyond those finished (all 12 were, before)
+    assert max(ahead) <= 4
+    assert store.finished_sample_ids("run-w") == {s.id for s in samples}
+
+    again = [d.sample_id async for d in runner.astream(stream)]  # a resume reads the stream again, in order
+    assert again == [s.id for s in samples]

@@ -62,3 +62,13 @@ def test_a_semantic_judge_on_minilm_keeps_its_run_id_and_the_new_default_encoder
     assert derived_run_id(stored, SAMPLES, "precomputed") == SEMANTIC_RUN_ID_BEFORE_ENCODERS
     ids = {derived_run_id(jury(**e), SAMPLES, "precomputed") for e in ({}, {"encoder": "e5"}, {"encoder": "minilm"})}
     assert len(ids) == 3
+
+
+def test_the_run_id_is_hashed_as_the_samples_are_read_and_is_the_one_of_their_list() -> None:
+    from ragcourt.schema import content_id
+
+    samples = [Sample(id=f"q{i}", question=f"Where is Acme{i}?") for i in range(50)]
+    settings = EvalConfig().model_dump(mode="json", exclude={"telemetry"})
+    whole = "run-" + content_id(settings, [s.content_hash for s in samples], "precomputed")
+    assert derived_run_id(EvalConfig(), (s for s in samples), "precomputed") == whole  # a one-pass iterable
+    assert derived_run_id(EvalConfig(), samples, "precomputed", digits=10) == whole[:14]
