@@ -31,6 +31,7 @@ class ColumnKind(StrEnum):
     TEXT = "text"
     INTEGER = "integer"
     BOOLEAN = "boolean"
+    BLOB = "blob"  # bytes (compressed bodies)
 
 
 class Cursor(Protocol):
@@ -226,7 +227,8 @@ class _PostgresConnection:
         self.raw.close()
 
 
-_POSTGRES_TYPES = {ColumnKind.TEXT: "text", ColumnKind.INTEGER: "bigint", ColumnKind.BOOLEAN: "boolean"}
+_POSTGRES_TYPES = {ColumnKind.TEXT: "text", ColumnKind.INTEGER: "bigint", ColumnKind.BOOLEAN: "boolean",
+                   ColumnKind.BLOB: "bytea"}
 
 
 class PostgresDialect(Dialect):

@@ -51,7 +51,8 @@ from ragcourt.stores.dialect import (
 from ragcourt.stores.group_commit import GroupCommit, Statement
 from ragcourt.stores.queries import RecordQueries
 from ragcourt.stores.record_base import R, utc_text
-from ragcourt.stores.record_cache import CACHE_COLUMNS, RecordCache
+from ragcourt.stores.record_cache import CACHE_COLUMNS, RecordCache, cache_body_sql
+from ragcourt.stores.texts import PUT_TEXT_SQL, StoredForm, packed, read_payloads, unpacked
 
 # A deadlocked PostgreSQL write (two workers upserting shared rows, checks or cache keys, in other orders)
 # is aborted by the server and tried again this many times.
@@ -98,6 +99,8 @@ class _Table:
     # An upsert keeps the stored row when this SQL condition (over the stored row) holds.
     keep_stored_when: str | None = None
     kinds: dict[str, ColumnKind] = field(default_factory=dict)
+    # how the payload is written: its long texts shared through the `texts` table, defaults left out (texts.py)
+    form: StoredForm = StoredForm()
     all_columns: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -136,8 +139,13 @@ class _Table:
             sql += f" WHERE NOT ({self.keep_stored_when})"
         return sql
 
-    def row(self, record: BaseModel, *given: Any) -> tuple[Any, ...]:
-        return (*given, *(get(record) for get in self.columns.values()), record.model_dump_json())
+    def row(self, record: BaseModel, *given: Any) -> tuple[tuple[Any, ...], dict[str, str]]:
+        """The row to write, and the texts (hash -> text) its payload refers to."""
+        if self.form == StoredForm():
+            payload, texts = record.model_dump_json(), {}
+        else:
+            payload, texts = self.form.encode(record)
+        return (*given, *(get(record) for get in self.columns.values()), payload), texts
 
 
 def _create_sql(dialect: Dialect, name: str, columns: Sequence[tuple[str, ColumnKind, bool]],
@@ -151,14 +159,16 @@ def _create_sql(dialect: Dialect, name: str, columns: Sequence[tuple[str, Column
 
 
 
-def _per_condition(name: str) -> _Table:
+def _per_condition(name: str, form: StoredForm) -> _Table:
     """A run's records with one row per sample and condition (retrievals, answers)."""
     return _Table(
         name,
         key=("run_id", "sample_id", "condition"),
         columns={"run_id": lambda r: r.run_id, "sample_id": lambda r: r.sample_id,
                  "condition": lambda r: r.condition.key},
+        form=form,
     )
+
 
 _TABLES: dict[type[Record], _Table] = {
     RunInfo: _Table(
@@ -170,8 +180,9 @@ _TABLES: dict[type[Record], _Table] = {
     Sample: _Table(
         "samples", key=("run_id", "sample_id"), columns={"sample_id": lambda s: s.id}, given=("run_id",)
     ),
-    Retrieval: _per_condition("retrievals"),
-    Answer: _per_condition("answers"),
+    Retrieval: _per_condition("retrievals", StoredForm(shared=("chunks.*.text",), compact=True)),
+    # not compact: SQL reads an answer's status and text from its payload (an absent default would read NULL)
+    Answer: _per_condition("answers", StoredForm(shared=("text", "raw_output"))),
     Decomposition: _Table(
         "decompositions",
         key=("id",),
@@ -188,6 +199,7 @@ _TABLES: dict[type[Record], _Table] = {
         # (id, sample_id) lets the run's checks be grouped by sample from the index alone; (sample_id)
         # finds a few samples' checks for the report's drill-down
         indexes=(("id", "sample_id"), ("sample_id",)),
+        form=StoredForm(shared=("subject_text", "target_text", "question", "reference", "evidence"), compact=True),
     ),
     Verdict: _Table(
         "verdicts",
@@ -207,6 +219,8 @@ _TABLES: dict[type[Record], _Table] = {
         added={"model_id": "model_id", "prompt_tokens": "usage.prompt_tokens",
                "completion_tokens": "usage.completion_tokens"},
         kinds={"prompt_tokens": ColumnKind.INTEGER, "completion_tokens": ColumnKind.INTEGER},
+        # compact: the one field SQL reads from a verdict's payload, unscored_reason, defaults to null
+        form=StoredForm(shared=("rationale", "raw_output"), compact=True),
     ),
     Reconciled: _Table(
         "reconciled",
@@ -219,6 +233,7 @@ _TABLES: dict[type[Record], _Table] = {
         },
         indexes=(("run_id", "sample_id"), ("run_id", "escalated")),
         kinds={"escalated": ColumnKind.BOOLEAN},
+        form=StoredForm(compact=True),
     ),
     Review: _Table(
         "reviews",
@@ -257,10 +272,14 @@ def _plain_tables_sql(dialect: Dialect) -> list[str]:
         _create_sql(dialect, "run_splits", _text_columns("run_id", "sample_id", "kind", "payload"),
                     ("run_id", "sample_id", "kind")),
         _create_sql(dialect, "llm_cache", _text_columns(*CACHE_COLUMNS), ("key",)),
+        _create_sql(dialect, "texts", [("hash", ColumnKind.TEXT, True), ("body", ColumnKind.BLOB, True)], ("hash",)),
     ]
 
 
 _VERSION_KEY = "schema_version"
+# Versions a store is opened from and moved to SCHEMA_VERSION: 1 wrote every text inline and replies plain (the
+# version moves so that a ragcourt reading only version 1 refuses a store whose payloads refer to shared texts).
+_MIGRATED_VERSIONS = frozenset({1})
 _LINK_CHECK_SQL = "INSERT INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _PIN_SPLIT_SQL = "INSERT INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?) ON CONFLICT "
 
@@ -268,6 +287,10 @@ _PIN_SPLIT_SQL = "INSERT INTO run_splits (run_id, sample_id, kind, payload) VALU
 def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), _IN_SLICE):
         yield items[start : start + _IN_SLICE]
+
+
+def _text_statements(texts: dict[str, str]) -> list[Statement]:
+    return [(PUT_TEXT_SQL, [(digest, packed(text)) for digest, text in texts.items()])] if texts else []
 
 
 def _link_statements(run_id: str, sample_id: str, check_ids: Iterable[str]) -> list[Statement]:
@@ -356,7 +379,7 @@ class RecordStore(RecordQueries, RecordCache):
                 conn.execute(lock)
             conn.execute(_create_sql(dialect, "meta", _text_columns("key", "value"), ("key",)))
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
-            if row is not None and int(row[0]) != SCHEMA_VERSION:
+            if row is not None and int(row[0]) != SCHEMA_VERSION and int(row[0]) not in _MIGRATED_VERSIONS:
                 raise StoreVersionError(
                     f"record store {self.location} was written with schema version {row[0]}, "
                     f"but this ragcourt reads schema version {SCHEMA_VERSION}"
@@ -368,8 +391,13 @@ class RecordStore(RecordQueries, RecordCache):
                     conn.execute(statement)
             for statement in _plain_tables_sql(dialect):
                 conn.execute(statement)
+            for statement in cache_body_sql(dialect.table_columns(conn, "llm_cache"), dialect):
+                conn.execute(statement)
             if row is None:
                 conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_VERSION_KEY, str(SCHEMA_VERSION)))
+            elif int(row[0]) in _MIGRATED_VERSIONS:
+                # what an older store lacks, made above; its rows read as written (texts inline, replies plain)
+                conn.execute("UPDATE meta SET value = ? WHERE key = ?", (str(SCHEMA_VERSION), _VERSION_KEY))
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -413,7 +441,19 @@ class RecordStore(RecordQueries, RecordCache):
             return self._reader.execute(sql, params).fetchall()
 
     def _records(self, record_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
-        return [record_type.model_validate_json(row[0]) for row in self._select(sql, params)]
+        return self._parsed(record_type, [row[0] for row in self._select(sql, params)])
+
+    def _parsed(self, record_type: type[R], payloads: Sequence[str]) -> list[R]:
+        """The records of stored payloads, their shared texts put back (stores/texts.py)."""
+        return [record_type.model_validate_json(data) if isinstance(data, str) else record_type.model_validate(data)
+                for data in read_payloads(payloads, self._texts)]
+
+    def _texts(self, hashes: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for part in _slices(hashes):
+            rows = self._select(f"SELECT hash, body FROM texts WHERE hash IN ({_marks(part)})", part)
+            found.update((digest, unpacked(body)) for digest, body in rows)
+        return found
 
     def _listing(self, record_type: type[R], where: dict[str, Any]) -> list[R]:
         table = _TABLES[record_type]  # type: ignore[index]
@@ -437,14 +477,17 @@ class RecordStore(RecordQueries, RecordCache):
 
     def _put_statements(self, records: Sequence[Record]) -> list[Statement]:
         by_table: dict[_Table, list[tuple[Any, ...]]] = {}
+        texts: dict[str, str] = {}
         for record in records:
             table = _TABLES.get(type(record))
             if table is None:
                 raise TypeError(f"the record store keeps no {type(record).__name__} records")
             if table.given:
                 raise TypeError(f"{type(record).__name__} carries no run_id: write it with put_samples")
-            by_table.setdefault(table, []).append(table.row(record))
-        return [(table.upsert_sql(), rows) for table, rows in by_table.items()]
+            row, its_texts = table.row(record)
+            by_table.setdefault(table, []).append(row)
+            texts.update(its_texts)
+        return [*_text_statements(texts), *((table.upsert_sql(), rows) for table, rows in by_table.items())]
 
     def put_samples(self, run_id: str, samples: Iterable[Sample]) -> None:
         statements = self._samples_statements(run_id, samples)
@@ -453,7 +496,7 @@ class RecordStore(RecordQueries, RecordCache):
 
     def _samples_statements(self, run_id: str, samples: Iterable[Sample]) -> list[Statement]:
         table = _TABLES[Sample]
-        rows = [table.row(sample, run_id) for sample in samples]
+        rows = [table.row(sample, run_id)[0] for sample in samples]  # a sample's payload keeps its texts
         return [(table.upsert_sql(), rows)] if rows else []
 
     def link_checks(self, run_id: str, sample_id: str, check_ids: Iterable[str]) -> None:
@@ -569,7 +612,7 @@ class RecordStore(RecordQueries, RecordCache):
                    f"{dialect.ordered_join} run_checks l{dialect.indexed_by('run_checks_by_check')} "
                    f"ON l.check_id = c.id WHERE c.sample_id IN ({_marks(part)}) AND l.run_id = ?")
             rows.extend(self._select(sql, [*part, run_id]))
-        return [Check.model_validate_json(payload) for _, payload in sorted(rows)]
+        return self._parsed(Check, [payload for _, payload in sorted(rows)])
 
     def get_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         verdicts: list[Verdict] = []
@@ -591,7 +634,7 @@ class RecordStore(RecordQueries, RecordCache):
         for part in _slices(list(dict.fromkeys(check_ids))):
             sql = f"SELECT rowid, payload FROM reconciled WHERE run_id = ? AND check_id IN ({_marks(part)})"
             rows.extend(self._select(sql, [run_id, *part]))
-        return [Reconciled.model_validate_json(payload) for _, payload in sorted(rows)]
+        return self._parsed(Reconciled, [payload for _, payload in sorted(rows)])
 
     def pending_escalations(self, run_id: str) -> list[Reconciled]:
         """Escalated checks of the run that no person has decided yet (no review, or only skips)."""
