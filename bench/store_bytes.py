@@ -78,12 +78,16 @@ def private_schema(url: str) -> Iterator[str]:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def offline_run(home: Path, data: Path, store: str | None) -> str:
+def _command(*args: str, store: str | None) -> None:
     env = {**os.environ, **({"RAGCOURT_STORE": store} if store else {})}
-    subprocess.run(["ragcourt", "index", str(data), "--home", str(home)], check=True, env=env,
-                   capture_output=True, text=True)
-    subprocess.run(["ragcourt", "run", str(data), "--home", str(home), "--run-id", "offline"], check=True, env=env,
-                   capture_output=True, text=True)
+    done = subprocess.run(["ragcourt", *args], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"ragcourt {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-4000:]}")
+
+
+def offline_run(home: Path, data: Path, store: str | None) -> str:
+    _command("index", str(data), "--home", str(home), store=store)
+    _command("run", str(data), "--home", str(home), "--run-id", "offline", store=store)
     return "offline"
 
 

@@ -170,6 +170,10 @@ def _per_condition(name: str, form: StoredForm) -> _Table:
     )
 
 
+# A split's text and items (the items of a sentence split are the text's own sentences: often the text itself);
+# the same form in `run_splits`, which pins a copy of the split to each sample of a run.
+SPLIT_FORM = StoredForm(shared=("source_text", "items.*"), compact=True)
+
 _TABLES: dict[type[Record], _Table] = {
     RunInfo: _Table(
         "runs",
@@ -188,6 +192,7 @@ _TABLES: dict[type[Record], _Table] = {
         key=("id",),
         columns={"id": lambda d: d.id, "kind": lambda d: str(d.kind), "edited": lambda d: d.edited},
         kinds={"edited": ColumnKind.BOOLEAN},
+        form=SPLIT_FORM,
         # Frozen: the first stored split of a text stays; only a person's edit replaces it. Two processes that
         # split the same reference at once thus both end up with the first one (decomposers.frozen_split).
         keep_stored_when="NOT excluded.edited",
@@ -254,6 +259,10 @@ _TABLES: dict[type[Record], _Table] = {
             "sample_id": lambda d: d.sample_id,
             "status": lambda d: str(d.status),
         },
+        # not compact: SQL reads the metrics' and elements' fields; the graph (most of the record, with the
+        # chunks' texts) is shared whole, compressed; a query leaving it out (get_diagnostics_without_graphs)
+        # reads no text
+        form=StoredForm(shared=("alignment_graph",)),
     ),
 }
 
@@ -749,7 +758,8 @@ class RecordStore(RecordQueries, RecordCache):
         (the pinned one was of another text)."""
         sql = _PIN_SPLIT_SQL + ("(run_id, sample_id, kind) DO UPDATE SET payload = excluded.payload" if replace
                                 else "DO NOTHING")
-        await self._group.submit([(sql, [(run_id, sample_id, str(split.kind), split.model_dump_json())])])
+        payload, texts = SPLIT_FORM.encode(split)
+        await self._group.submit([*_text_statements(texts), (sql, [(run_id, sample_id, str(split.kind), payload)])])
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         return await self.aread(self.get_verdicts, check_ids, judge_id)

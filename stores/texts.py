@@ -52,7 +52,8 @@ def _dumped(value: Any) -> str:
 @dataclass(frozen=True)
 class StoredForm:
     """How a record type's payload is written: `shared` are the dotted paths of its long texts (`*` for every
-    item of a list, e.g. `chunks.*.text`); `compact` leaves fields equal to their defaults out."""
+    item of a list, e.g. `chunks.*.text`), none within another (a text shared within an object shared whole
+    would be found only once the object is read); `compact` leaves fields equal to their defaults out."""
 
     shared: tuple[str, ...] = ()
     compact: bool = False
