@@ -139,9 +139,9 @@ def report(label: str, samples: int, tables: dict[str, int], run_folder: dict[st
     return {"label": label, "samples": samples, "tables": tables, "run_folder": run_folder}
 
 
-def measure(kind: str, samples: int, data: Path, postgres: str | None) -> dict[str, object]:
+def measure(kind: str, samples: int, data: Path, postgres: str | None, keep: Path | None) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as folder:
-        home = Path(folder)
+        home = Path(folder) if keep is None else keep / kind
         if postgres:
             with private_schema(postgres) as url:
                 run_id = offline_run(home, data, url) if kind == "offline" else llm_run(home, samples, url)
@@ -160,6 +160,7 @@ def main() -> None:
     parser.add_argument("--postgres", help="a postgresql:// URL: measure there too (a schema of its own, dropped)")
     parser.add_argument("--only", choices=("offline", "llm"))
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--keep", type=Path, help="run in this (new) folder and keep the workspaces (SQLite)")
     parser.add_argument("--part", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
@@ -169,9 +170,9 @@ def main() -> None:
     results = []
     for postgres in (None, *([args.postgres] if args.postgres else [])):
         if args.only in (None, "offline"):
-            results.append(measure("offline", offline_samples, args.offline_data, postgres))
+            results.append(measure("offline", offline_samples, args.offline_data, postgres, args.keep))
         if args.only in (None, "llm"):
-            results.append(measure("llm", args.llm_samples, args.offline_data, postgres))
+            results.append(measure("llm", args.llm_samples, args.offline_data, postgres, args.keep))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
 

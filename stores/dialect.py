@@ -121,6 +121,10 @@ class Dialect(ABC):
         """The JSON text of a document with one top-level key removed."""
 
     @abstractmethod
+    def json_with(self, doc: str, fields: dict[str, str]) -> str:
+        """The JSON text of a document with top-level keys set to SQL values (text, or NULL as null)."""
+
+    @abstractmethod
     def array_items(self, doc: str, path: str, alias: str) -> str:
         """A FROM item over the array at `path`: `alias.key` its position, `alias.value` each element."""
 
@@ -196,6 +200,10 @@ class SQLiteDialect(Dialect):
     def json_without(self, doc: str, key: str) -> str:
         return f"json_remove({doc}, '$.{key}')"
 
+    def json_with(self, doc: str, fields: dict[str, str]) -> str:
+        pairs = ", ".join(f"'$.{key}', {value}" for key, value in fields.items())
+        return f"json_set({doc}, {pairs})"
+
     def array_items(self, doc: str, path: str, alias: str) -> str:
         return f"json_each({doc}, '$.{path}') {alias}"
 
@@ -270,6 +278,10 @@ class PostgresDialect(Dialect):
 
     def json_without(self, doc: str, key: str) -> str:
         return f"((({doc})::jsonb - '{key}')::text)"
+
+    def json_with(self, doc: str, fields: dict[str, str]) -> str:
+        pairs = ", ".join(f"'{key}', {value}" for key, value in fields.items())
+        return f"((({doc})::jsonb || jsonb_build_object({pairs}))::text)"
 
     def array_items(self, doc: str, path: str, alias: str) -> str:
         return f"json_array_elements(({doc})::json #> '{_json_path(path)}') WITH ORDINALITY AS {alias}(value, key)"

@@ -286,7 +286,7 @@ class RecordQueries(RecordStoreBase):
             return list(self.checks_for(run_id))
         if record_type is Verdict and run_id is not None:
             sql = (
-                "SELECT payload FROM verdicts WHERE check_id IN "
+                f"SELECT {self._payload_sql(Verdict)} FROM verdicts WHERE check_id IN "
                 "(SELECT check_id FROM run_checks WHERE run_id = ?) ORDER BY rowid"
             )
             jury = self.run_judge_ids(run_id)

@@ -129,6 +129,13 @@ class _Table:
             )
         return statements
 
+    def payload_sql(self, dialect: Dialect, alias: str = "") -> str:
+        """The expression reading the whole payload: the fields kept in columns alone put back."""
+        prefix = f"{alias}." if alias else ""
+        if not self.form.in_columns:
+            return f"{prefix}payload"
+        return dialect.json_with(f"{prefix}payload", {name: f"{prefix}{name}" for name in self.form.in_columns})
+
     def upsert_sql(self) -> str:
         names = ", ".join(self.all_columns)
         marks = ", ".join("?" for _ in self.all_columns)
@@ -204,7 +211,8 @@ _TABLES: dict[type[Record], _Table] = {
         # (id, sample_id) lets the run's checks be grouped by sample from the index alone; (sample_id)
         # finds a few samples' checks for the report's drill-down
         indexes=(("id", "sample_id"), ("sample_id",)),
-        form=StoredForm(shared=("subject_text", "target_text", "question", "reference", "evidence"), compact=True),
+        form=StoredForm(shared=("subject_text", "target_text", "question", "reference", "evidence"), compact=True,
+                        in_columns=("id", "kind", "sample_id")),
     ),
     Verdict: _Table(
         "verdicts",
@@ -225,7 +233,8 @@ _TABLES: dict[type[Record], _Table] = {
                "completion_tokens": "usage.completion_tokens"},
         kinds={"prompt_tokens": ColumnKind.INTEGER, "completion_tokens": ColumnKind.INTEGER},
         # compact: the one field SQL reads from a verdict's payload, unscored_reason, defaults to null
-        form=StoredForm(shared=("rationale", "raw_output"), compact=True),
+        form=StoredForm(shared=("rationale", "raw_output"), compact=True,
+                        in_columns=("check_id", "judge_id", "status", "model_id")),
     ),
     Reconciled: _Table(
         "reconciled",
@@ -238,7 +247,7 @@ _TABLES: dict[type[Record], _Table] = {
         },
         indexes=(("run_id", "sample_id"), ("run_id", "escalated")),
         kinds={"escalated": ColumnKind.BOOLEAN},
-        form=StoredForm(compact=True),
+        form=StoredForm(compact=True, in_columns=("run_id", "check_id", "sample_id")),
     ),
     Review: _Table(
         "reviews",
@@ -457,6 +466,9 @@ class RecordStore(RecordQueries, RecordCache):
         return [record_type.model_validate_json(data) if isinstance(data, str) else record_type.model_validate(data)
                 for data in read_payloads(payloads, self._texts)]
 
+    def _payload_sql(self, record_type: type[BaseModel], alias: str = "") -> str:
+        return _TABLES[record_type].payload_sql(self._dialect, alias)  # type: ignore[index]
+
     def _texts(self, hashes: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for part in _slices(hashes):
@@ -468,7 +480,7 @@ class RecordStore(RecordQueries, RecordCache):
         table = _TABLES[record_type]  # type: ignore[index]
         conditions = [f"{column} = ?" for column, value in where.items() if value is not None]
         params = [value for value in where.values() if value is not None]
-        sql = f"SELECT payload FROM {table.name}"
+        sql = f"SELECT {table.payload_sql(self._dialect)} FROM {table.name}"
         if conditions:
             sql += " WHERE " + " AND ".join(conditions)
         return self._records(record_type, f"{sql} ORDER BY {table.order_by}", params)
@@ -589,13 +601,13 @@ class RecordStore(RecordQueries, RecordCache):
         """The stored checks among ids, in the order of ids (unknown ids are left out)."""
         found: dict[str, Check] = {}
         for part in _slices(list(dict.fromkeys(ids))):
-            sql = f"SELECT payload FROM checks WHERE id IN ({_marks(part)})"
+            sql = f"SELECT {self._payload_sql(Check)} FROM checks WHERE id IN ({_marks(part)})"
             found.update((check.id, check) for check in self._records(Check, sql, part))
         return [found[check_id] for check_id in dict.fromkeys(ids) if check_id in found]
 
     def checks_for(self, run_id: str, sample_id: str | None = None) -> list[Check]:
         """The checks linked to a run (and sample) with `link_checks`."""
-        sql = "SELECT c.payload FROM run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
+        sql = f"SELECT {self._payload_sql(Check, 'c')} FROM run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
         params = [run_id]
         if sample_id is not None:
             sql += " AND l.sample_id = ?"
@@ -617,7 +629,7 @@ class RecordStore(RecordQueries, RecordCache):
             # checks first, found by sample, then their links by check id: the planner's own choice reads
             # every link of the run (for each check)
             dialect = self._dialect
-            sql = (f"SELECT l.rowid, c.payload FROM checks c{dialect.indexed_by('checks_by_sample_id')} "
+            sql = (f"SELECT l.rowid, {self._payload_sql(Check, 'c')} FROM checks c{dialect.indexed_by('checks_by_sample_id')} "
                    f"{dialect.ordered_join} run_checks l{dialect.indexed_by('run_checks_by_check')} "
                    f"ON l.check_id = c.id WHERE c.sample_id IN ({_marks(part)}) AND l.run_id = ?")
             rows.extend(self._select(sql, [*part, run_id]))
@@ -626,7 +638,7 @@ class RecordStore(RecordQueries, RecordCache):
     def get_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         verdicts: list[Verdict] = []
         for part in _slices(list(dict.fromkeys(check_ids))):
-            sql = f"SELECT payload FROM verdicts WHERE check_id IN ({_marks(part)})"
+            sql = f"SELECT {self._payload_sql(Verdict)} FROM verdicts WHERE check_id IN ({_marks(part)})"
             params = list(part)
             if judge_id is not None:
                 sql += " AND judge_id = ?"
@@ -641,14 +653,15 @@ class RecordStore(RecordQueries, RecordCache):
         """The run's reconciled records of these checks (unknown ids are left out), in stored order."""
         rows: list[tuple[int, str]] = []
         for part in _slices(list(dict.fromkeys(check_ids))):
-            sql = f"SELECT rowid, payload FROM reconciled WHERE run_id = ? AND check_id IN ({_marks(part)})"
+            sql = (f"SELECT rowid, {self._payload_sql(Reconciled)} FROM reconciled WHERE run_id = ? "
+                   f"AND check_id IN ({_marks(part)})")
             rows.extend(self._select(sql, [run_id, *part]))
         return self._parsed(Reconciled, [payload for _, payload in sorted(rows)])
 
     def pending_escalations(self, run_id: str) -> list[Reconciled]:
         """Escalated checks of the run that no person has decided yet (no review, or only skips)."""
         sql = (
-            "SELECT r.payload FROM reconciled r WHERE r.run_id = ? AND r.escalated AND NOT EXISTS "
+            f"SELECT {self._payload_sql(Reconciled, 'r')} FROM reconciled r WHERE r.run_id = ? AND r.escalated AND NOT EXISTS "
             "(SELECT 1 FROM reviews v WHERE v.run_id = r.run_id AND v.check_id = r.check_id AND v.action != ?)"
             " ORDER BY r.rowid"
         )

@@ -9,7 +9,8 @@ A payload without `@texts` (written before texts were shared) reads as it is. A 
 rather than a string (a diagnostics record's alignment graph) is stored as its JSON text.
 
 `StoredForm` also leaves out of a payload the fields equal to their defaults (the record's validation puts them
-back) where no SQL reads that table's payloads by field.
+back) where no SQL reads that table's payloads by field, and the fields the table's columns hold already (a
+check's id, a verdict's judge), which the read puts back from the columns.
 """
 
 from __future__ import annotations
@@ -57,10 +58,12 @@ class StoredForm:
 
     shared: tuple[str, ...] = ()
     compact: bool = False
+    # top-level fields the table keeps in columns of the same name: left out, put back by the read (in SQL)
+    in_columns: tuple[str, ...] = ()
 
     def encode(self, record: BaseModel) -> tuple[str, dict[str, str]]:
         """The payload, and the texts it refers to by hash -> text."""
-        data = record.model_dump(mode="json", exclude_defaults=self.compact)
+        data = record.model_dump(mode="json", exclude_defaults=self.compact, exclude=set(self.in_columns))
         texts: dict[str, str] = {}
         paths: list[str] = []
         for pattern in self.shared:
