@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument("--offline-data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--llm-samples", type=int, default=1000)
     parser.add_argument("--postgres", help="a postgresql:// URL: measure there too (a schema of its own, dropped)")
+    parser.add_argument("--pg-only", action="store_true", help="with --postgres: measure PostgreSQL alone")
     parser.add_argument("--only", choices=("offline", "llm"))
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--keep", type=Path, help="run in this (new) folder and keep the workspaces (SQLite)")
@@ -168,7 +169,8 @@ def main() -> None:
         return
     offline_samples = sum(1 for line in args.offline_data.read_text(encoding="utf-8").splitlines() if line.strip())
     results = []
-    for postgres in (None, *([args.postgres] if args.postgres else [])):
+    backends = [args.postgres] if args.pg_only else [None, *([args.postgres] if args.postgres else [])]
+    for postgres in backends:
         if args.only in (None, "offline"):
             results.append(measure("offline", offline_samples, args.offline_data, postgres, args.keep))
         if args.only in (None, "llm"):
