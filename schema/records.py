@@ -650,7 +650,7 @@ class SampleDiagnostics(Record):
         """The record as a line of the run folder's diagnostics.jsonl, what a person follows (`tail -f`, `ragcourt
         watch`): the question, status, figures and counts. The parts only the report draws (elements,
         perturbations, the alignment graph) are left out: the record store keeps them, whole, once."""
-        return json.dumps(self.model_dump(mode="json", exclude=STREAM_LEFT_OUT), ensure_ascii=False) + "\n"
+        return json.dumps(self.model_dump(mode="json", exclude=set(STREAM_LEFT_OUT)), ensure_ascii=False) + "\n"
 
 
 class RunInfo(Record):

@@ -148,8 +148,9 @@ class _Table:
 
     def row(self, record: BaseModel, *given: Any) -> tuple[tuple[Any, ...], dict[str, str]]:
         """The row to write, and the texts (hash -> text) its payload refers to."""
+        texts: dict[str, str] = {}
         if self.form == StoredForm():
-            payload, texts = record.model_dump_json(), {}
+            payload = record.model_dump_json()
         else:
             payload, texts = self.form.encode(record)
         return (*given, *(get(record) for get in self.columns.values()), payload), texts
