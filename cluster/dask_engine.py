@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import tempfile
@@ -338,4 +337,4 @@ class DaskRun:
 
 
 def _line(diagnostics: SampleDiagnostics) -> str:
-    return json.dumps(diagnostics.model_dump(mode="json"), ensure_ascii=False) + "\n"
+    return diagnostics.stream_line()

@@ -24,7 +24,6 @@ again and counted as no longer applying.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,7 +218,7 @@ async def arerun_changed(
     if existing is None and copied:
         with (run_dir / DIAGNOSTICS_FILE).open("a", encoding="utf-8") as handle:
             for row in copied:
-                handle.write(json.dumps(row.model_dump(mode="json"), ensure_ascii=False) + "\n")
+                handle.write(row.stream_line())
     todo = [s for s in samples if s.id in set(plan.changed_ids)]
     runner = Runner(context, run_id, run_dir, telemetry=telemetry)
     rerun = [d async for d in runner.astream(todo, dataset=info.dataset, system=base.system)]

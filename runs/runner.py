@@ -193,7 +193,7 @@ def _sample_id_of(line: str) -> str | None:
 
 
 def _stream_line(diagnostics: SampleDiagnostics) -> str:
-    return json.dumps(diagnostics.model_dump(mode="json"), ensure_ascii=False) + "\n"
+    return diagnostics.stream_line()
 
 
 def _thread(run_id: str, sample_id: str) -> RunnableConfig:

@@ -44,7 +44,7 @@ from ragcourt.schema.inputs import (
     value_problems,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # the record store's (stores/records.py migrates a version 1 store on open)
 
 
 def content_id(*parts: Any) -> str:
@@ -606,6 +606,10 @@ class PerturbationEffect(Record):
     trace_escalated: int = 0
 
 
+# The fields of a SampleDiagnostics that diagnostics.jsonl leaves to the record store.
+STREAM_LEFT_OUT = frozenset({"elements", "perturbations", "uncovered_subqueries", "alignment_graph"})
+
+
 class SampleDiagnostics(Record):
     """What streams out per question."""
 
@@ -641,6 +645,12 @@ class SampleDiagnostics(Record):
 
     def metric(self, name: str) -> MetricValue | None:
         return next((m for m in self.metrics if m.name == name), None)
+
+    def stream_line(self) -> str:
+        """The record as a line of the run folder's diagnostics.jsonl, what a person follows (`tail -f`, `ragcourt
+        watch`): the question, status, figures and counts. The parts only the report draws (elements,
+        perturbations, the alignment graph) are left out: the record store keeps them, whole, once."""
+        return json.dumps(self.model_dump(mode="json", exclude=set(STREAM_LEFT_OUT)), ensure_ascii=False) + "\n"
 
 
 class RunInfo(Record):

@@ -31,6 +31,7 @@ class ColumnKind(StrEnum):
     TEXT = "text"
     INTEGER = "integer"
     BOOLEAN = "boolean"
+    BLOB = "blob"  # bytes (compressed bodies)
 
 
 class Cursor(Protocol):
@@ -120,6 +121,10 @@ class Dialect(ABC):
         """The JSON text of a document with one top-level key removed."""
 
     @abstractmethod
+    def json_with(self, doc: str, fields: dict[str, str]) -> str:
+        """The JSON text of a document with top-level keys set to SQL values (text, or NULL as null)."""
+
+    @abstractmethod
     def array_items(self, doc: str, path: str, alias: str) -> str:
         """A FROM item over the array at `path`: `alias.key` its position, `alias.value` each element."""
 
@@ -195,6 +200,10 @@ class SQLiteDialect(Dialect):
     def json_without(self, doc: str, key: str) -> str:
         return f"json_remove({doc}, '$.{key}')"
 
+    def json_with(self, doc: str, fields: dict[str, str]) -> str:
+        pairs = ", ".join(f"'$.{key}', {value}" for key, value in fields.items())
+        return f"json_set({doc}, {pairs})"
+
     def array_items(self, doc: str, path: str, alias: str) -> str:
         return f"json_each({doc}, '$.{path}') {alias}"
 
@@ -226,7 +235,8 @@ class _PostgresConnection:
         self.raw.close()
 
 
-_POSTGRES_TYPES = {ColumnKind.TEXT: "text", ColumnKind.INTEGER: "bigint", ColumnKind.BOOLEAN: "boolean"}
+_POSTGRES_TYPES = {ColumnKind.TEXT: "text", ColumnKind.INTEGER: "bigint", ColumnKind.BOOLEAN: "boolean",
+                   ColumnKind.BLOB: "bytea"}
 
 
 class PostgresDialect(Dialect):
@@ -268,6 +278,10 @@ class PostgresDialect(Dialect):
 
     def json_without(self, doc: str, key: str) -> str:
         return f"((({doc})::jsonb - '{key}')::text)"
+
+    def json_with(self, doc: str, fields: dict[str, str]) -> str:
+        pairs = ", ".join(f"'{key}', {value}" for key, value in fields.items())
+        return f"((({doc})::jsonb || jsonb_build_object({pairs}))::text)"
 
     def array_items(self, doc: str, path: str, alias: str) -> str:
         return f"json_array_elements(({doc})::json #> '{_json_path(path)}') WITH ORDINALITY AS {alias}(value, key)"

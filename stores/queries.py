@@ -23,7 +23,7 @@ from ragcourt.schema import (
     VerdictStatus,
 )
 from ragcourt.stores.record_base import RecordStoreBase
-from ragcourt.stores.record_cache import CacheEntry
+from ragcourt.stores.record_cache import CACHE_ROWS_SQL, CacheEntry, reply_of
 
 # The checks of a run as `checks_for` lists them: links whose check is stored.
 _RUN_LINKS = "run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
@@ -279,14 +279,14 @@ class RecordQueries(RecordStoreBase):
                     f"{record_type.__name__} rows belong to no run: call to_frame without run_id"
                 )
             if record_type is CacheEntry:
-                rows = self._select("SELECT key, value FROM llm_cache ORDER BY rowid")
-                return [CacheEntry(key=key, value=value) for key, value in rows]
+                rows = self._select(f"{CACHE_ROWS_SQL} ORDER BY rowid")
+                return [CacheEntry(key=key, value=reply_of(value, body)) for key, value, body in rows]
             return list(self._listing(Decomposition, {}))
         if record_type is Check and run_id is not None:
             return list(self.checks_for(run_id))
         if record_type is Verdict and run_id is not None:
             sql = (
-                "SELECT payload FROM verdicts WHERE check_id IN "
+                f"SELECT {self._payload_sql(Verdict)} FROM verdicts WHERE check_id IN "
                 "(SELECT check_id FROM run_checks WHERE run_id = ?) ORDER BY rowid"
             )
             jury = self.run_judge_ids(run_id)

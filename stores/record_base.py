@@ -64,6 +64,10 @@ class RecordStoreBase(ABC):
         """The records whose payloads a query selects (first column)."""
 
     @abstractmethod
+    def _payload_sql(self, record_type: type[BaseModel], alias: str = "") -> str:
+        """The SQL expression of a record type's whole payload (table alias optional): what to SELECT."""
+
+    @abstractmethod
     def _listing(self, record_type: type[R], where: dict[str, Any]) -> list[R]:
         """The stored records of a type whose columns equal `where` (None values left out), in table order."""
 

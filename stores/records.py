@@ -51,7 +51,8 @@ from ragcourt.stores.dialect import (
 from ragcourt.stores.group_commit import GroupCommit, Statement
 from ragcourt.stores.queries import RecordQueries
 from ragcourt.stores.record_base import R, utc_text
-from ragcourt.stores.record_cache import CACHE_COLUMNS, RecordCache
+from ragcourt.stores.record_cache import CACHE_COLUMNS, RecordCache, cache_body_sql
+from ragcourt.stores.texts import PUT_TEXT_SQL, StoredForm, packed, read_payloads, unpacked
 
 # A deadlocked PostgreSQL write (two workers upserting shared rows, checks or cache keys, in other orders)
 # is aborted by the server and tried again this many times.
@@ -98,6 +99,8 @@ class _Table:
     # An upsert keeps the stored row when this SQL condition (over the stored row) holds.
     keep_stored_when: str | None = None
     kinds: dict[str, ColumnKind] = field(default_factory=dict)
+    # how the payload is written: its long texts shared through the `texts` table, defaults left out (texts.py)
+    form: StoredForm = StoredForm()
     all_columns: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -126,6 +129,13 @@ class _Table:
             )
         return statements
 
+    def payload_sql(self, dialect: Dialect, alias: str = "") -> str:
+        """The expression reading the whole payload: the fields kept in columns alone put back."""
+        prefix = f"{alias}." if alias else ""
+        if not self.form.in_columns:
+            return f"{prefix}payload"
+        return dialect.json_with(f"{prefix}payload", {name: f"{prefix}{name}" for name in self.form.in_columns})
+
     def upsert_sql(self) -> str:
         names = ", ".join(self.all_columns)
         marks = ", ".join("?" for _ in self.all_columns)
@@ -136,8 +146,14 @@ class _Table:
             sql += f" WHERE NOT ({self.keep_stored_when})"
         return sql
 
-    def row(self, record: BaseModel, *given: Any) -> tuple[Any, ...]:
-        return (*given, *(get(record) for get in self.columns.values()), record.model_dump_json())
+    def row(self, record: BaseModel, *given: Any) -> tuple[tuple[Any, ...], dict[str, str]]:
+        """The row to write, and the texts (hash -> text) its payload refers to."""
+        texts: dict[str, str] = {}
+        if self.form == StoredForm():
+            payload = record.model_dump_json()
+        else:
+            payload, texts = self.form.encode(record)
+        return (*given, *(get(record) for get in self.columns.values()), payload), texts
 
 
 def _create_sql(dialect: Dialect, name: str, columns: Sequence[tuple[str, ColumnKind, bool]],
@@ -151,14 +167,20 @@ def _create_sql(dialect: Dialect, name: str, columns: Sequence[tuple[str, Column
 
 
 
-def _per_condition(name: str) -> _Table:
+def _per_condition(name: str, form: StoredForm) -> _Table:
     """A run's records with one row per sample and condition (retrievals, answers)."""
     return _Table(
         name,
         key=("run_id", "sample_id", "condition"),
         columns={"run_id": lambda r: r.run_id, "sample_id": lambda r: r.sample_id,
                  "condition": lambda r: r.condition.key},
+        form=form,
     )
+
+
+# A split's text and items (the items of a sentence split are the text's own sentences: often the text itself);
+# the same form in `run_splits`, which pins a copy of the split to each sample of a run.
+SPLIT_FORM = StoredForm(shared=("source_text", "items.*"), compact=True)
 
 _TABLES: dict[type[Record], _Table] = {
     RunInfo: _Table(
@@ -170,13 +192,15 @@ _TABLES: dict[type[Record], _Table] = {
     Sample: _Table(
         "samples", key=("run_id", "sample_id"), columns={"sample_id": lambda s: s.id}, given=("run_id",)
     ),
-    Retrieval: _per_condition("retrievals"),
-    Answer: _per_condition("answers"),
+    Retrieval: _per_condition("retrievals", StoredForm(shared=("chunks.*.text",), compact=True)),
+    # not compact: SQL reads an answer's status and text from its payload (an absent default would read NULL)
+    Answer: _per_condition("answers", StoredForm(shared=("text", "raw_output"))),
     Decomposition: _Table(
         "decompositions",
         key=("id",),
         columns={"id": lambda d: d.id, "kind": lambda d: str(d.kind), "edited": lambda d: d.edited},
         kinds={"edited": ColumnKind.BOOLEAN},
+        form=SPLIT_FORM,
         # Frozen: the first stored split of a text stays; only a person's edit replaces it. Two processes that
         # split the same reference at once thus both end up with the first one (decomposers.frozen_split).
         keep_stored_when="NOT excluded.edited",
@@ -188,6 +212,8 @@ _TABLES: dict[type[Record], _Table] = {
         # (id, sample_id) lets the run's checks be grouped by sample from the index alone; (sample_id)
         # finds a few samples' checks for the report's drill-down
         indexes=(("id", "sample_id"), ("sample_id",)),
+        form=StoredForm(shared=("subject_text", "target_text", "question", "reference", "evidence"), compact=True,
+                        in_columns=("id", "kind", "sample_id")),
     ),
     Verdict: _Table(
         "verdicts",
@@ -207,6 +233,9 @@ _TABLES: dict[type[Record], _Table] = {
         added={"model_id": "model_id", "prompt_tokens": "usage.prompt_tokens",
                "completion_tokens": "usage.completion_tokens"},
         kinds={"prompt_tokens": ColumnKind.INTEGER, "completion_tokens": ColumnKind.INTEGER},
+        # compact: the one field SQL reads from a verdict's payload, unscored_reason, defaults to null
+        form=StoredForm(shared=("rationale", "raw_output"), compact=True,
+                        in_columns=("check_id", "judge_id", "status", "model_id")),
     ),
     Reconciled: _Table(
         "reconciled",
@@ -219,6 +248,7 @@ _TABLES: dict[type[Record], _Table] = {
         },
         indexes=(("run_id", "sample_id"), ("run_id", "escalated")),
         kinds={"escalated": ColumnKind.BOOLEAN},
+        form=StoredForm(compact=True, in_columns=("run_id", "check_id", "sample_id")),
     ),
     Review: _Table(
         "reviews",
@@ -239,6 +269,10 @@ _TABLES: dict[type[Record], _Table] = {
             "sample_id": lambda d: d.sample_id,
             "status": lambda d: str(d.status),
         },
+        # not compact: SQL reads the metrics' and elements' fields; the graph (most of the record, with the
+        # chunks' texts) is shared whole, compressed; a query leaving it out (get_diagnostics_without_graphs)
+        # reads no text
+        form=StoredForm(shared=("alignment_graph",)),
     ),
 }
 
@@ -257,10 +291,14 @@ def _plain_tables_sql(dialect: Dialect) -> list[str]:
         _create_sql(dialect, "run_splits", _text_columns("run_id", "sample_id", "kind", "payload"),
                     ("run_id", "sample_id", "kind")),
         _create_sql(dialect, "llm_cache", _text_columns(*CACHE_COLUMNS), ("key",)),
+        _create_sql(dialect, "texts", [("hash", ColumnKind.TEXT, True), ("body", ColumnKind.BLOB, True)], ("hash",)),
     ]
 
 
 _VERSION_KEY = "schema_version"
+# Versions a store is opened from and moved to SCHEMA_VERSION: 1 wrote every text inline and replies plain (the
+# version moves so that a ragcourt reading only version 1 refuses a store whose payloads refer to shared texts).
+_MIGRATED_VERSIONS = frozenset({1})
 _LINK_CHECK_SQL = "INSERT INTO run_checks (run_id, sample_id, check_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _PIN_SPLIT_SQL = "INSERT INTO run_splits (run_id, sample_id, kind, payload) VALUES (?, ?, ?, ?) ON CONFLICT "
 
@@ -268,6 +306,10 @@ _PIN_SPLIT_SQL = "INSERT INTO run_splits (run_id, sample_id, kind, payload) VALU
 def _slices(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), _IN_SLICE):
         yield items[start : start + _IN_SLICE]
+
+
+def _text_statements(texts: dict[str, str]) -> list[Statement]:
+    return [(PUT_TEXT_SQL, [(digest, packed(text)) for digest, text in texts.items()])] if texts else []
 
 
 def _link_statements(run_id: str, sample_id: str, check_ids: Iterable[str]) -> list[Statement]:
@@ -356,7 +398,7 @@ class RecordStore(RecordQueries, RecordCache):
                 conn.execute(lock)
             conn.execute(_create_sql(dialect, "meta", _text_columns("key", "value"), ("key",)))
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
-            if row is not None and int(row[0]) != SCHEMA_VERSION:
+            if row is not None and int(row[0]) != SCHEMA_VERSION and int(row[0]) not in _MIGRATED_VERSIONS:
                 raise StoreVersionError(
                     f"record store {self.location} was written with schema version {row[0]}, "
                     f"but this ragcourt reads schema version {SCHEMA_VERSION}"
@@ -368,8 +410,13 @@ class RecordStore(RecordQueries, RecordCache):
                     conn.execute(statement)
             for statement in _plain_tables_sql(dialect):
                 conn.execute(statement)
+            for statement in cache_body_sql(dialect.table_columns(conn, "llm_cache"), dialect):
+                conn.execute(statement)
             if row is None:
                 conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_VERSION_KEY, str(SCHEMA_VERSION)))
+            elif int(row[0]) in _MIGRATED_VERSIONS:
+                # what an older store lacks, made above; its rows read as written (texts inline, replies plain)
+                conn.execute("UPDATE meta SET value = ? WHERE key = ?", (str(SCHEMA_VERSION), _VERSION_KEY))
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -413,13 +460,28 @@ class RecordStore(RecordQueries, RecordCache):
             return self._reader.execute(sql, params).fetchall()
 
     def _records(self, record_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
-        return [record_type.model_validate_json(row[0]) for row in self._select(sql, params)]
+        return self._parsed(record_type, [row[0] for row in self._select(sql, params)])
+
+    def _parsed(self, record_type: type[R], payloads: Sequence[str]) -> list[R]:
+        """The records of stored payloads, their shared texts put back (stores/texts.py)."""
+        return [record_type.model_validate_json(data) if isinstance(data, str) else record_type.model_validate(data)
+                for data in read_payloads(payloads, self._texts)]
+
+    def _payload_sql(self, record_type: type[BaseModel], alias: str = "") -> str:
+        return _TABLES[record_type].payload_sql(self._dialect, alias)  # type: ignore[index]
+
+    def _texts(self, hashes: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for part in _slices(hashes):
+            rows = self._select(f"SELECT hash, body FROM texts WHERE hash IN ({_marks(part)})", part)
+            found.update((digest, unpacked(body)) for digest, body in rows)
+        return found
 
     def _listing(self, record_type: type[R], where: dict[str, Any]) -> list[R]:
         table = _TABLES[record_type]  # type: ignore[index]
         conditions = [f"{column} = ?" for column, value in where.items() if value is not None]
         params = [value for value in where.values() if value is not None]
-        sql = f"SELECT payload FROM {table.name}"
+        sql = f"SELECT {table.payload_sql(self._dialect)} FROM {table.name}"
         if conditions:
             sql += " WHERE " + " AND ".join(conditions)
         return self._records(record_type, f"{sql} ORDER BY {table.order_by}", params)
@@ -437,14 +499,17 @@ class RecordStore(RecordQueries, RecordCache):
 
     def _put_statements(self, records: Sequence[Record]) -> list[Statement]:
         by_table: dict[_Table, list[tuple[Any, ...]]] = {}
+        texts: dict[str, str] = {}
         for record in records:
             table = _TABLES.get(type(record))
             if table is None:
                 raise TypeError(f"the record store keeps no {type(record).__name__} records")
             if table.given:
                 raise TypeError(f"{type(record).__name__} carries no run_id: write it with put_samples")
-            by_table.setdefault(table, []).append(table.row(record))
-        return [(table.upsert_sql(), rows) for table, rows in by_table.items()]
+            row, its_texts = table.row(record)
+            by_table.setdefault(table, []).append(row)
+            texts.update(its_texts)
+        return [*_text_statements(texts), *((table.upsert_sql(), rows) for table, rows in by_table.items())]
 
     def put_samples(self, run_id: str, samples: Iterable[Sample]) -> None:
         statements = self._samples_statements(run_id, samples)
@@ -453,7 +518,7 @@ class RecordStore(RecordQueries, RecordCache):
 
     def _samples_statements(self, run_id: str, samples: Iterable[Sample]) -> list[Statement]:
         table = _TABLES[Sample]
-        rows = [table.row(sample, run_id) for sample in samples]
+        rows = [table.row(sample, run_id)[0] for sample in samples]  # a sample's payload keeps its texts
         return [(table.upsert_sql(), rows)] if rows else []
 
     def link_checks(self, run_id: str, sample_id: str, check_ids: Iterable[str]) -> None:
@@ -537,13 +602,13 @@ class RecordStore(RecordQueries, RecordCache):
         """The stored checks among ids, in the order of ids (unknown ids are left out)."""
         found: dict[str, Check] = {}
         for part in _slices(list(dict.fromkeys(ids))):
-            sql = f"SELECT payload FROM checks WHERE id IN ({_marks(part)})"
+            sql = f"SELECT {self._payload_sql(Check)} FROM checks WHERE id IN ({_marks(part)})"
             found.update((check.id, check) for check in self._records(Check, sql, part))
         return [found[check_id] for check_id in dict.fromkeys(ids) if check_id in found]
 
     def checks_for(self, run_id: str, sample_id: str | None = None) -> list[Check]:
         """The checks linked to a run (and sample) with `link_checks`."""
-        sql = "SELECT c.payload FROM run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
+        sql = f"SELECT {self._payload_sql(Check, 'c')} FROM run_checks l JOIN checks c ON c.id = l.check_id WHERE l.run_id = ?"
         params = [run_id]
         if sample_id is not None:
             sql += " AND l.sample_id = ?"
@@ -565,16 +630,16 @@ class RecordStore(RecordQueries, RecordCache):
             # checks first, found by sample, then their links by check id: the planner's own choice reads
             # every link of the run (for each check)
             dialect = self._dialect
-            sql = (f"SELECT l.rowid, c.payload FROM checks c{dialect.indexed_by('checks_by_sample_id')} "
+            sql = (f"SELECT l.rowid, {self._payload_sql(Check, 'c')} FROM checks c{dialect.indexed_by('checks_by_sample_id')} "
                    f"{dialect.ordered_join} run_checks l{dialect.indexed_by('run_checks_by_check')} "
                    f"ON l.check_id = c.id WHERE c.sample_id IN ({_marks(part)}) AND l.run_id = ?")
             rows.extend(self._select(sql, [*part, run_id]))
-        return [Check.model_validate_json(payload) for _, payload in sorted(rows)]
+        return self._parsed(Check, [payload for _, payload in sorted(rows)])
 
     def get_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         verdicts: list[Verdict] = []
         for part in _slices(list(dict.fromkeys(check_ids))):
-            sql = f"SELECT payload FROM verdicts WHERE check_id IN ({_marks(part)})"
+            sql = f"SELECT {self._payload_sql(Verdict)} FROM verdicts WHERE check_id IN ({_marks(part)})"
             params = list(part)
             if judge_id is not None:
                 sql += " AND judge_id = ?"
@@ -589,14 +654,15 @@ class RecordStore(RecordQueries, RecordCache):
         """The run's reconciled records of these checks (unknown ids are left out), in stored order."""
         rows: list[tuple[int, str]] = []
         for part in _slices(list(dict.fromkeys(check_ids))):
-            sql = f"SELECT rowid, payload FROM reconciled WHERE run_id = ? AND check_id IN ({_marks(part)})"
+            sql = (f"SELECT rowid, {self._payload_sql(Reconciled)} FROM reconciled WHERE run_id = ? "
+                   f"AND check_id IN ({_marks(part)})")
             rows.extend(self._select(sql, [run_id, *part]))
-        return [Reconciled.model_validate_json(payload) for _, payload in sorted(rows)]
+        return self._parsed(Reconciled, [payload for _, payload in sorted(rows)])
 
     def pending_escalations(self, run_id: str) -> list[Reconciled]:
         """Escalated checks of the run that no person has decided yet (no review, or only skips)."""
         sql = (
-            "SELECT r.payload FROM reconciled r WHERE r.run_id = ? AND r.escalated AND NOT EXISTS "
+            f"SELECT {self._payload_sql(Reconciled, 'r')} FROM reconciled r WHERE r.run_id = ? AND r.escalated AND NOT EXISTS "
             "(SELECT 1 FROM reviews v WHERE v.run_id = r.run_id AND v.check_id = r.check_id AND v.action != ?)"
             " ORDER BY r.rowid"
         )
@@ -706,7 +772,8 @@ class RecordStore(RecordQueries, RecordCache):
         (the pinned one was of another text)."""
         sql = _PIN_SPLIT_SQL + ("(run_id, sample_id, kind) DO UPDATE SET payload = excluded.payload" if replace
                                 else "DO NOTHING")
-        await self._group.submit([(sql, [(run_id, sample_id, str(split.kind), split.model_dump_json())])])
+        payload, texts = SPLIT_FORM.encode(split)
+        await self._group.submit([*_text_statements(texts), (sql, [(run_id, sample_id, str(split.kind), payload)])])
 
     async def aget_verdicts(self, check_ids: Sequence[str], judge_id: str | None = None) -> list[Verdict]:
         return await self.aread(self.get_verdicts, check_ids, judge_id)

@@ -602,7 +602,7 @@ async def test_a_stream_file_listing_a_sample_twice_is_written_again_once_each(
     await collect(runner, SAMPLES.values())
     listed = [json.loads(line) for line in stream.read_text().splitlines()]
     assert sorted(d["sample_id"] for d in listed) == ["s1", "s2", "s3"]
-    stored = {d.sample_id: d.model_dump(mode="json") for d in store.get_diagnostics("run-w")}
+    stored = {d.sample_id: json.loads(d.stream_line()) for d in store.get_diagnostics("run-w")}
     assert all(d == stored[d["sample_id"]] for d in listed)  # each line as the store holds the sample
 
 

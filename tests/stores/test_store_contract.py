@@ -21,11 +21,13 @@ from ragcourt.schema import (
     Answer,
     Check,
     CheckKind,
+    Chunk,
     Decomposition,
     DecompositionKind,
     Label,
     Reconciled,
     ReconcileMethod,
+    Retrieval,
     Sample,
     SampleDiagnostics,
     UnscoredReason,
@@ -159,6 +161,56 @@ async def test_llm_cache_async_and_frame(store: RecordStore) -> None:
     assert store.cache_count() == 50
     frame = store.to_frame(CacheEntry)
     assert len(frame) == 50 and dict(zip(frame["key"], frame["value"], strict=True))["k7"] == "seven"
+
+
+CHUNK = "The Langston Hughes Medal has been awarded annually since 1978 to a writer of the African diaspora."
+
+
+def _stored_bytes(store: RecordStore, table: str) -> str:
+    return " ".join(str(row[0]) for row in store.query(f"SELECT payload FROM {table}"))
+
+
+async def test_a_chunk_read_by_many_checks_and_a_retrieval_is_stored_once(store: RecordStore) -> None:
+    checks = [Check(kind=CheckKind.ELEMENT_IN_CONTEXT, sample_id="s1", condition=NORMAL, subject_id=f"e{n}",
+                    subject_text=f"element {n}", target_id="chunk-1", target_text=CHUNK) for n in range(10)]
+    retrieval = Retrieval(run_id="r1", sample_id="s1", condition=NORMAL, made_by="retrieve k=2",
+                          chunks=(Chunk(id="chunk-1", text=CHUNK, rank=1), Chunk(id="chunk-2", text="short", rank=2)))
+    await store.aput_checks("r1", "s1", checks)
+    store.put(retrieval, Verdict(check_id=checks[0].id, judge_id="j", status=VerdictStatus.OK, label=Label.YES,
+                                 raw_output=CHUNK + " (the judge's reply)"))
+    assert store.query("SELECT COUNT(*) FROM texts") == [(2,)]  # the chunk once, and the reply
+    assert CHUNK not in _stored_bytes(store, "checks") + _stored_bytes(store, "retrievals")
+    assert "short" in _stored_bytes(store, "retrievals")  # a short text stays in its record
+    assert store.checks_for("r1") == checks and store.get_checks([checks[3].id]) == [checks[3]]
+    assert store.get_retrievals("r1") == [retrieval]
+    assert store.get_verdicts([checks[0].id])[0].raw_output == CHUNK + " (the judge's reply)"
+    assert store.checks_of_samples("r1", ["s1"]) == checks
+
+
+def test_a_diagnostics_graph_is_stored_apart_and_left_out_by_the_read_without_graphs(store: RecordStore) -> None:
+    graph = {"nodes": [{"id": "chunk:1", "kind": "chunk", "text": CHUNK}], "links": []}
+    with_graph = SampleDiagnostics(run_id="r1", sample_id="s1", question="q", alignment_graph=graph)
+    store.put(with_graph)
+    assert CHUNK not in _stored_bytes(store, "diagnostics")
+    assert store.get_diagnostics("r1") == [with_graph]
+    assert store.diagnostics_of_samples("r1", ["s1"]) == [with_graph]
+    assert store.get_diagnostics_without_graphs("r1") == [with_graph.model_copy(update={"alignment_graph": None})]
+
+
+async def test_split_texts_are_shared_by_the_stored_and_the_pinned_split(store: RecordStore) -> None:
+    split = _split(CHUNK, DecompositionKind.CLAIMS, CHUNK)
+    store.put(split)
+    await store.apin_split("r1", "s1", split)
+    assert store.query("SELECT COUNT(*) FROM texts") == [(1,)]  # the text, its one item, the pinned copy: once
+    assert store.get_decomposition(split.id) == split and store.pinned_splits("r1", "s1") == [split]
+
+
+def test_llm_cache_replies_are_stored_compressed(store: RecordStore) -> None:
+    reply = '{"choices": [{"message": {"content": "' + "yes, the chunk supports the claim. " * 20 + '"}}]}'
+    store.cache_put("k", reply)
+    ((value, body),) = store.query("SELECT value, body FROM llm_cache")
+    assert value == "" and len(bytes(body)) < len(reply) / 5
+    assert store.cache_get("k") == reply
 
 
 def test_two_stores_on_one_location_share_writes(store: RecordStore, store_location: str) -> None:
