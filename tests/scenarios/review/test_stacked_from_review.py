@@ -34,6 +34,7 @@ from ragcourt.schema.config import EvalConfig, JudgeSpec
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.validity.calibration import review_labels
 from ragcourt.validity.profile import stored_judge_ids
+from ragcourt.validity.review_budget import review_queue
 from ragcourt.validity.review_fit import AGREED, labels_sha256
 
 KIND = CheckKind.SUBQUERY_IN_CHUNK
@@ -84,10 +85,11 @@ def test_review_decisions_fit_a_stacked_judge_that_a_later_run_applies(tmp_path:
     home = tmp_path / "home"
 
     # 1. the run: lexical and semantic split on some question-paragraph checks, which wait for review
+    # MiniLM for every kind, as the stacked judge's features read it (the default embeds relevance with e5)
     invoke("run", str(write_samples(rows[:N_REVIEWED], tmp_path / "reviewed.jsonl")), "--system", "precomputed",
-           "--judge", "lexical", "--judge", "semantic", "--method", "qcare", "--run-id", "r1", home=home)
+           "--judge", "lexical", "--judge", "semantic+minilm", "--method", "qcare", "--run-id", "r1", home=home)
     with Workspace(home).open_store() as store:
-        pending = [r for r in store.pending_escalations("r1") if r.kind is KIND]
+        pending = [r for r in review_queue(store, "r1") if r.kind is KIND]  # the order `review` asks them
         escalated = {c.id: c for c in store.get_checks([r.check_id for r in pending])}
     truth = [(escalated[r.check_id].sample_id, escalated[r.check_id].target_text) in gold for r in pending]
     n_yes, n_no = sum(truth), len(truth) - sum(truth)
