@@ -48,7 +48,9 @@ def runs_in(home: Path) -> dict[str, list[str]]:
 
 @pytest.mark.timeout(300)
 def test_the_example_passes_one_case_and_fails_the_other_with_its_diagnostics(tmp_path) -> None:
-    done = pytest_on(EXAMPLE, REPO, "--ragcourt-workspace", str(tmp_path / "ws"))
+    # -n 0: run from the repository, the example would take the suite's own `-n auto` (pyproject's addopts)
+    done = pytest_on(EXAMPLE, REPO, "-n", "0", "--ragcourt-workspace", str(tmp_path / "ws"))
+    assert "bringing up nodes" not in done.stdout
     assert done.returncode == 1, done.stdout + done.stderr
     assert outcome(done).startswith("1 failed, 1 passed"), done.stdout
     assert "FAILED examples/pytest/test_rag_with_pytest.py::test_the_founding_year_is_answered" in done.stdout
