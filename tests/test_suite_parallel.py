@@ -1,5 +1,6 @@
 """How the suite spreads over xdist workers (fakes/parallel.py): how many `-n auto` means, a module with a
-module-scoped fixture kept on one worker, the slow tests handed out first."""
+module-scoped fixture kept on one worker, the slow tests handed out first with a longer timeout; and each
+session's PostgreSQL database of its own (fakes/postgres_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from fakes.parallel import WORKERS, names_files_only, pytest_xdist_auto_num_workers
+from fakes.parallel import SLOW_TIMEOUT_S, WORKERS, names_files_only, pytest_xdist_auto_num_workers
 
 pytest_plugins = ("pytester",)
 TESTS = Path(__file__).resolve().parent
@@ -56,9 +58,10 @@ def test_plain(n):
         out.write(json.dumps(["plain", os.environ["PYTEST_XDIST_WORKER"]]) + "\\n")
 
 @pytest.mark.slow
-def test_long():
+def test_long(request):
     with open({out!r}, "a") as out:
-        out.write(json.dumps(["slow", os.environ["PYTEST_XDIST_WORKER"]]) + "\\n")
+        timeout = request.node.get_closest_marker("timeout").args[0]
+        out.write(json.dumps(["slow", os.environ["PYTEST_XDIST_WORKER"], timeout]) + "\\n")
 """
 
 
@@ -77,3 +80,14 @@ def test_a_module_fixture_is_made_once_on_one_worker_and_slow_tests_go_first(
     # collected last in its file, the slow test is the first its worker ran
     (slow_worker,) = [worker for kind, worker, *_ in rows if kind == "slow"]
     assert [kind for kind, worker, *_ in rows if worker == slow_worker][0] == "slow"
+    assert [row[2] for row in rows if row[0] == "slow"] == [SLOW_TIMEOUT_S]  # not the ini's 300 s
+
+
+def test_the_session_database_is_its_own_so_run_locks_do_not_meet_another_sessions(postgres_url: str) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    server = urlunsplit(urlsplit(postgres_url)._replace(path="/postgres"))
+    lock = "SELECT pg_try_advisory_lock(hashtextextended('ragcourt-run:same-run-id', 0))"
+    with psycopg.connect(postgres_url) as ours, psycopg.connect(server) as other:
+        assert ours.execute("SELECT current_database()").fetchone()[0].startswith("t_")
+        assert other.execute(lock).fetchone()[0] is True  # another worker's run, in its own database
+        assert ours.execute(lock).fetchone()[0] is True  # one database for both: False, the run "in use"

@@ -12,7 +12,8 @@ ask for `-n auto --dist loadgroup`.
   (pytest-dev/pytest-xdist#1386): each worker writes the groups it collected to a file instead, and the
   scheduler here reads them from there.
 - Which first: tests marked `slow` (with their group) are handed out first, so that no long test starts last and
-  keeps one worker busy after the others have finished.
+  keeps one worker busy after the others have finished. They share the cores with the other workers' tests, so
+  one without a timeout of its own gets SLOW_TIMEOUT_S instead of pyproject's 300 s.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import pytest
 # (pytest at about 44 % of one core over the whole suite).
 WORKERS = 4
 SHARED_SCOPES = frozenset({"class", "module", "package"})
+# The demo's real indexing took 116 s alone on the shared machine, and over 300 s beside three busy workers.
+SLOW_TIMEOUT_S = 900
 
 
 def names_files_only(config: pytest.Config) -> bool:
@@ -82,6 +85,9 @@ def groups_of(items: list[pytest.Item]) -> dict[str, str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     groups = groups_of(items)
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is None:
         return  # in process the order stays the files' own: a module's tests stay next to each other
