@@ -3,7 +3,7 @@ ask for `-n auto --dist loadgroup`.
 
 - How many: `-n auto` means WORKERS processes for the whole suite or a folder of it, and none (the tests run in
   the pytest process, as plain pytest) when the arguments name test files only: each worker imports and
-  collects what it is given (about 15 s of CPU for the whole suite), more than a few files usually take.
+  collects what it is given (about 17 s of CPU for the whole suite), more than a few files usually take.
   `-n N` or PYTEST_XDIST_AUTO_NUM_WORKERS choose N; `-n 0` runs in process.
 - Which stay together: the tests of a module with a module- or class-scoped fixture (a server or a model
   started once for the module) go to one worker, as one xdist_group named after the module, so that fixture is
@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-# More workers than the machine's 2 cores: alone, a test waits on servers and subprocesses more than it computes
-# (pytest at about 44 % of one core over the whole suite).
+# More workers than the machine's 2 cores: the scenarios wait on servers and subprocesses more than they compute
+# (tests/scenarios: 272 s on 4 workers, 719 s in one process, about the same CPU; docs/BENCHMARKS.md).
 WORKERS = 4
 SHARED_SCOPES = frozenset({"class", "module", "package"})
 # The demo's real indexing took 116 s alone on the shared machine, and over 300 s beside three busy workers.
