@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-# More workers than the machine's 2 cores: the scenarios wait on servers and subprocesses more than they compute
-# (tests/scenarios: 272 s on 4 workers, 719 s in one process, about the same CPU; docs/BENCHMARKS.md).
+# More workers than the machine's 2 cores, so that a test waiting on a server or a subprocess leaves its share of
+# a core to another (docs/BENCHMARKS.md, "The test loop", has what this gained and cost on the shared machine).
 WORKERS = 4
 SHARED_SCOPES = frozenset({"class", "module", "package"})
 # The demo's real indexing took 116 s alone on the shared machine, and over 300 s beside three busy workers.
