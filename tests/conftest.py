@@ -1,4 +1,5 @@
-"""Root conftest: the network guard for every test, and the shared LLM test doubles.
+"""Root conftest: the network guard for every test, the shared LLM test doubles, and how the suite is spread
+over pytest-xdist workers (fakes/parallel.py: how many, which tests stay together, the slow ones first).
 
 `fakes` (tests/fakes/) is a plain package of test doubles; this file puts tests/ on sys.path so
 any test imports it as `from fakes.openai_server import FakeOpenAIServer`, whatever pytest's
@@ -22,8 +23,9 @@ from fakes.network_guard import NetworkGuard
 from fakes.openai_server import FakeOpenAIServer
 from fakes.scripted_model import ScriptedChatModel
 
-# postgres_url / postgres_store_url: a private PostgreSQL, started only for the tests that ask for it
-pytest_plugins = ("fakes.postgres_fixtures",)
+# postgres_url / postgres_store_url: a private PostgreSQL, started only for the tests that ask for it;
+# fakes.parallel: the worker count behind `-n auto` (pyproject's addopts), the xdist groups, the slow ones first
+pytest_plugins = ("fakes.postgres_fixtures", "fakes.parallel")
 
 
 @pytest.fixture(autouse=True)

@@ -127,6 +127,7 @@ def _owners(store: RecordStore) -> dict[str, tuple[int, int]]:
     return {owner: (done, held) for owner, (done, held) in found.items()}
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_nothing_repeats_no_answered_call_and_changes_no_figure(
         sim_url: str, postgres_store_url: str, tmp_path: Path) -> None:
     data = tmp_path / "samples.jsonl"
@@ -233,6 +234,7 @@ def _lease_holders(store: RecordStore) -> set[str]:
                                                  "state = 'leased' AND lease_until >= now()", (RUN_ID,))}
 
 
+@pytest.mark.slow
 async def test_killing_every_worker_at_once_the_restarted_workers_take_the_expired_leases_over(
         sim_url: str, postgres_store_url: str, tmp_path: Path) -> None:
     wanted = samples(N_KILLED_RUN)

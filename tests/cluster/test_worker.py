@@ -120,6 +120,7 @@ def _coordinator(store: RecordStore, home: Path, samples: list[Sample], log: Pat
         WorkQueue(store, LEASE_S)
 
 
+@pytest.mark.slow
 async def test_killing_a_worker_mid_run_loses_nothing_and_completes_each_sample_once(
         postgres_store_url: str, tmp_path: Path) -> None:
     samples, _ = many_samples(N_SAMPLES)

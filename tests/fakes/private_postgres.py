@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -126,6 +127,23 @@ def postgres_server() -> Iterator[str]:
         yield cluster.url
     finally:
         cluster.stop()
+
+
+@contextmanager
+def private_database(server_url: str) -> Iterator[str]:
+    """The URL of a new, empty database on the server (dropped on exit, its connections too), named after the
+    xdist worker for whoever reads the server's list."""
+    import psycopg
+
+    name = f"t_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = urlsplit(server_url)
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 @contextmanager

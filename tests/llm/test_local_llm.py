@@ -59,6 +59,8 @@ CHUNKS = (
 )
 NORMAL = Condition(kind=ConditionKind.NORMAL)
 SERVER_START_TIMEOUT_S = 180.0
+# the real model's replies, token by token on the CPU: minutes for the module
+pytestmark = pytest.mark.slow
 
 
 def _claim_checks() -> list[Check]:

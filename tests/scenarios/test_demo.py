@@ -33,6 +33,7 @@ def wide_console() -> Iterator[None]:
     console.width = before
 
 
+@pytest.mark.slow
 def test_demo_compares_two_configurations_and_leaves_a_readable_store(tmp_path, wide_console):
     result = CliRunner().invoke(app, ["demo", "--home", str(tmp_path), "--questions", "3"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output

@@ -34,6 +34,7 @@ def _metric_rows(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("│")]
 
 
+@pytest.mark.slow
 def test_the_demo_on_two_dask_workers_gives_the_single_process_table(
         postgres_store_url: str, chroma_url: str, tmp_path: Path) -> None:
     hotpot = load_hotpotqa(bundled(BundledDataset.HOTPOTQA_DEV_100))

@@ -12,6 +12,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
 from fixtures import REPO
 
 from ragcourt.analysis.qcare_tables import gap_share_frame
@@ -29,6 +30,7 @@ from judge_order import precomputed_hotpot  # the bench builds the same samples
 N_QUESTIONS = 10  # bench/judge_order.py runs 20
 
 
+@pytest.mark.slow
 async def test_lexical_and_semantic_judges_give_the_same_figures_in_either_order(tmp_path: Path) -> None:
     samples = await asyncio.to_thread(precomputed_hotpot, N_QUESTIONS)
     runs = {}

@@ -47,6 +47,7 @@ def test_a_run_stored_before_the_move_opens_in_summary_and_report(home: Path) ->
     assert "Which airplane was this Major test-flying" in html
 
 
+@pytest.mark.slow
 def test_an_inline_review_paused_before_the_move_resumes_after_it(home: Path) -> None:
     before = summary_of(home, "inline-run")
     assert (before.n_samples, before.n_checks, before.n_pending) == (0, 24, 8)

@@ -42,6 +42,7 @@ def test_a_run_stored_before_the_split_opens_with_the_figures_it_had(home: Path)
     }
 
 
+@pytest.mark.slow
 def test_an_inline_review_paused_before_the_split_resumes_after_it(home: Path) -> None:
     review_everything_yes(home, "inline-run")
     after = summary_of(home, "inline-run")

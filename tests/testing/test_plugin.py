@@ -46,9 +46,12 @@ def runs_in(home: Path) -> dict[str, list[str]]:
                 for run in sorted(r.run_id for r in store.list_runs())}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_example_passes_one_case_and_fails_the_other_with_its_diagnostics(tmp_path) -> None:
-    done = pytest_on(EXAMPLE, REPO, "--ragcourt-workspace", str(tmp_path / "ws"))
+    # -n 0: run from the repository, the example would take the suite's own `-n auto` (pyproject's addopts)
+    done = pytest_on(EXAMPLE, REPO, "-n", "0", "--ragcourt-workspace", str(tmp_path / "ws"))
+    assert "bringing up nodes" not in done.stdout
     assert done.returncode == 1, done.stdout + done.stderr
     assert outcome(done).startswith("1 failed, 1 passed"), done.stdout
     assert "FAILED examples/pytest/test_rag_with_pytest.py::test_the_founding_year_is_answered" in done.stdout
@@ -57,6 +60,7 @@ def test_the_example_passes_one_case_and_fails_the_other_with_its_diagnostics(tm
     assert "ragcourt/testing/evaluator.py" not in done.stdout  # the traceback stops at the test's own line
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_under_xdist_each_worker_shares_the_workspace(tmp_path) -> None:
     done = pytest_on(EXAMPLE, REPO, "-n", "2", "--ragcourt-workspace", str(tmp_path / "ws"))
@@ -68,6 +72,7 @@ def test_under_xdist_each_worker_shares_the_workspace(tmp_path) -> None:
     assert len(runs_in(tmp_path / "ws")) == 2  # one run per test, both in the one store
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_second_session_resumes_every_run_from_the_default_workspace(tmp_path) -> None:
     project = tmp_path / "project"  # a user's project: its own rootdir, the cache plugin on

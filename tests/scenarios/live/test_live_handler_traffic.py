@@ -12,6 +12,7 @@ import logging
 import random
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from fakes.openai_server import (
     FakeOpenAIServer,
     FaultPlan,
@@ -35,6 +36,7 @@ EXPECTED_ANSWERS = {  # first sentence of the top chunk (hashing embeddings; see
 }
 
 
+@pytest.mark.slow
 def test_app_answers_all_200_requests_and_the_handler_accounts_for_each(tmp_path, openai_server, caplog) -> None:
     openai_server.responder = first_context_sentence
     app = example_app.build_app(example_app.build_retriever(example_store()),

@@ -17,6 +17,9 @@ from ragcourt.live.evaluator import LiveEvaluator, check_live_config, live_confi
 from ragcourt.schema.config import EvalConfig, Method
 from ragcourt.stores.records import RecordStore
 
+# each LiveEvaluator starts its worker process (a fresh interpreter importing the evaluation): 10 s or more a test
+pytestmark = pytest.mark.slow
+
 DOCS = [Document(id="d1", page_content="The warranty lasts two years."),
         Document(id="d2", page_content="Returns are accepted within 30 days.")]
 

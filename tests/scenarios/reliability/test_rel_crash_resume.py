@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fixtures import FIXTURES
 
 DATA = FIXTURES / "graph"
@@ -83,6 +84,7 @@ async def kill_at(home: Path, after_calls: int, extra_s: float) -> None:
     assert process.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow
 async def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_diagnostics(tmp_path: Path) -> None:
     clean = tmp_path / "clean"
     clean.mkdir()

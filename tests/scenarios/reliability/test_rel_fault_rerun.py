@@ -116,6 +116,7 @@ def test_a_seeded_run_at_25_percent_mixed_faults_then_the_same_call_again(tmp_pa
     assert_ends_as_the_fault_free_run(measured)
 
 
+@pytest.mark.slow
 def test_failures_that_outlast_the_retries_are_asked_again_by_the_same_call(tmp_path: Path) -> None:
     """Issue 20, item 2: the second call used to resume with 'nothing of them is asked again'. Seed 8 at 50 %
     leaves both judges' batches of some samples unscored after their four tries; the same call again re-opens
@@ -170,6 +171,7 @@ def test_the_same_command_again_says_what_it_asks_again_and_asks_only_that(tmp_p
         assert len(verdicts) >= n_checks and not [v for v in verdicts if v.unscored_reason in TRANSIENT_REASONS]
 
 
+@pytest.mark.slow
 def test_a_split_that_used_up_its_tries_is_made_again_and_its_sample_judged_as_in_a_fault_free_run(
         tmp_path: Path) -> None:
     """Issue 36, item 3: at 30 % faults with seed 5 the LLM decomposer's split of two samples (s1, s18) used up its

@@ -128,6 +128,7 @@ def expected_outcomes(attempts: list[tuple[object, int]]) -> set[tuple[VerdictSt
     return {(VerdictStatus.UNSCORED, UnscoredReason.PARSE_FAILURE)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [11])
 async def test_a_faulty_endpoint_loses_nothing_and_counts_nothing_twice(tmp_path: Path, seed: int) -> None:
     with FakeOpenAIServer(builders=dict(BUILDERS),

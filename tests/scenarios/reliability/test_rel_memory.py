@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fixtures import REPO, bench_module
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -34,6 +35,7 @@ from ragcourt.schema.config import EvalConfig, JudgeSpec
 MAX_GROWTH_MIB = 10.0
 
 
+@pytest.mark.slow
 async def test_rss_stays_flat_over_a_200_sample_run(tmp_path: Path) -> None:
     measurement = await long_run(200, tmp_path)
     assert measurement.samples == 200 and WARM_UP < 100

@@ -33,6 +33,7 @@ def run_args(home: Path) -> list[str]:
             "--home", str(home)]
 
 
+@pytest.mark.slow
 def test_a_second_process_is_refused_and_a_killed_holders_lock_is_taken_over(tmp_path: Path) -> None:
     (tmp_path / "data.jsonl").write_text(json.dumps(SAMPLE) + "\n", encoding="utf-8")
     lock = tmp_path / "runs" / "r1" / "run.lock"

@@ -77,6 +77,7 @@ def p_yes(checks: list[Check], features: FeatureExtractor, profile: CalibrationP
     return probabilities_yes(model, features.matrix([(c.subject_text, c.target_text) for c in checks])).tolist()
 
 
+@pytest.mark.slow
 def test_review_decisions_fit_a_stacked_judge_that_a_later_run_applies(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(console, "width", 300)
