@@ -22,6 +22,7 @@ from ragcourt.schema import (
     Verdict,
     VerdictStatus,
 )
+from ragcourt.schema.config import encoder_suffix
 from ragcourt.stores.record_base import RecordStoreBase
 from ragcourt.stores.record_cache import CACHE_ROWS_SQL, CacheEntry, reply_of
 
@@ -91,7 +92,9 @@ class RecordQueries(RecordStoreBase):
         judges = run.config.get("judges") if run is not None else None
         if not isinstance(judges, list) or not judges:
             return None
-        ids = tuple(str(j.get("id") or j["model"]) for j in judges if isinstance(j, dict) and j.get("model"))
+        # as JudgeSpec.judge_id names them: a semantic judge's encoder is part of its id (stored without one: MiniLM)
+        ids = tuple(str(j.get("id") or j["model"] + encoder_suffix(j.get("encoder") if j["model"] == "semantic" else None))
+                    for j in judges if isinstance(j, dict) and j.get("model"))
         assert run is not None  # its config named the judges
         if not run.config.get("calibration_profile"):
             return ids

@@ -54,7 +54,7 @@ def test_demo_compares_two_configurations_and_leaves_a_readable_store(tmp_path, 
         for k, run_id in runs.items():
             assert len(diagnostics[k]) == 3
             verdicts = store.to_frame(Verdict, run_id=run_id)
-            assert set(verdicts["judge_id"]) == {"lexical", "semantic"}
+            assert set(verdicts["judge_id"]) == {"lexical", "semantic+e5+minilm"}
             assert store.to_frame(Review, run_id=run_id).empty  # nobody has reviewed yet; the frame has a shape
             assert len(store.to_frame(SampleDiagnostics, run_id=run_id)) == 3
         pending = {k: len(store.pending_escalations(run_id)) for k, run_id in runs.items()}

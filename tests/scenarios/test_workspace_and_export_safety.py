@@ -47,7 +47,7 @@ def test_two_runs_with_different_juries_in_one_workspace_each_show_their_own_jud
         ran = runner.invoke(app, ["run", str(data), "--system", "precomputed", "--run-id", run_id, "--home", str(home),
                                   *[arg for j in judges for arg in ("--judge", j)]])
         assert ran.exit_code == 0, ran.output
-    for run_id, judges in (("solo", {"lexical"}), ("pair", {"lexical", "semantic"})):
+    for run_id, judges in (("solo", {"lexical"}), ("pair", {"lexical", "semantic+e5+minilm"})):
         out = tmp_path / run_id
         exported = runner.invoke(app, ["report", run_id, "--home", str(home), "--export", str(out)])
         assert exported.exit_code == 0, exported.output
