@@ -10,6 +10,7 @@ Python API alike and asks every endpoint once (`check_endpoints`) before the fir
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,14 @@ from ragcourt.llm.probe import (
 from ragcourt.llm.spec import SPEC_EXAMPLES, BundledModel, ModelSpec, Provider, did_you_mean
 from ragcourt.llm.usage import UsageMeter
 from ragcourt.nodes.state import EvalContext
-from ragcourt.schema.config import LEGACY_ENCODER, NO_LLM_MODELS, BaselineModel, ConfigError, EvalConfig
+from ragcourt.schema.config import (
+    ENCODER_PATTERN,
+    LEGACY_ENCODER,
+    NO_LLM_MODELS,
+    BaselineModel,
+    ConfigError,
+    EvalConfig,
+)
 from ragcourt.stores.embeddings import MiniLMEmbedding
 from ragcourt.stores.encoders import EncoderChoice
 from ragcourt.stores.records import RecordStore
@@ -63,6 +71,12 @@ def judge_problem(text: str) -> str | None:
     a spec with a provider is said wrong as ModelSpec.parse says it."""
     if text in JUDGE_RULES:
         return None
+    rule, _, encoder = text.partition("+")
+    if rule == BaselineModel.SEMANTIC and encoder:  # `semantic+ENCODER`, as the judge's id reads
+        if re.match(ENCODER_PATTERN, encoder):
+            return None
+        return (f"unknown encoder {encoder!r} in judge {text!r}: encoders are minilm, e5, e5+minilm or "
+                "openai:MODEL@URL (e.g. semantic+e5)")
     try:
         ModelSpec.parse(text)
         return None

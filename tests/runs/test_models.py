@@ -86,6 +86,13 @@ def test_judges_and_specs_with_a_provider_are_judged_as_specs() -> None:
     assert wrong is not None and wrong.startswith("model spec 'openai:MODEL@URL': base_url 'URL' is not an http(s) URL")
 
 
+def test_a_semantic_judge_may_name_its_encoder_and_a_wrong_encoder_is_said() -> None:
+    for judge in ("semantic+minilm", "semantic+e5", "semantic+e5+minilm", f"semantic+openai:m@{URL}"):
+        assert judge_problem(judge) is None
+    assert judge_problem("semantic+e6") == ("unknown encoder 'e6' in judge 'semantic+e6': encoders are minilm, e5, "
+                                            "e5+minilm or openai:MODEL@URL (e.g. semantic+e5)")
+
+
 def test_a_judge_option_is_named_as_given_and_a_config_key_as_written() -> None:
     with pytest.raises(ConfigError) as option:
         check_judge_options(["lexical", "lexcal"])
