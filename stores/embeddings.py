@@ -42,8 +42,21 @@ class EmbeddingKind(StrEnum):
     HASHING = "hashing"
 
 
+class _CosineFunction(EmbeddingFunction[Documents]):
+    """What ragcourt's registered functions share: cosine space, not legacy."""
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "ip", "l2"]
+
+    def is_legacy(self) -> bool:
+        return False
+
+
 @register_embedding_function
-class MiniLMEmbedding(EmbeddingFunction[Documents]):
+class MiniLMEmbedding(_CosineFunction):
     """all-MiniLM-L6-v2 (int8 ONNX): mean pooling over the attention mask, L2 normalised, 384 dimensions.
 
     The model and tokenizer are loaded once per process on the first call and shared by every instance,
@@ -71,28 +84,6 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> MiniLMEmbedding:
         return MiniLMEmbedding()
-
-    def default_space(self) -> Space:
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        return ["cosine", "ip", "l2"]
-
-    def is_legacy(self) -> bool:
-        return False
-
-
-class _CosineFunction(EmbeddingFunction[Documents]):
-    """What ragcourt's registered functions share: cosine space, not legacy."""
-
-    def default_space(self) -> Space:
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        return ["cosine", "ip", "l2"]
-
-    def is_legacy(self) -> bool:
-        return False
 
 
 @register_embedding_function
@@ -155,7 +146,7 @@ _WORD = re.compile(r"\w+")
 
 
 @register_embedding_function
-class HashingEmbedding(EmbeddingFunction[Documents]):
+class HashingEmbedding(_CosineFunction):
     """Signed feature hashing of lower-cased word unigrams and bigrams (blake2b), L2 normalised.
 
     Deterministic across processes and machines; texts sharing words get a positive cosine similarity.
@@ -191,14 +182,6 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
     def build_from_config(config: dict[str, Any]) -> HashingEmbedding:
         return HashingEmbedding(dim=int(config["dim"]))
 
-    def default_space(self) -> Space:
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        return ["cosine", "ip", "l2"]
-
-    def is_legacy(self) -> bool:
-        return False
 
 
 def make_embedding(kind: EmbeddingKind) -> EmbeddingFunction[Documents]:
